@@ -1,0 +1,487 @@
+"""Incremental Server-Sent Events decoding and token-usage extraction from response bytes.
+
+PURE: stdlib and orjson only (brotli and zstandard are imported lazily, when a response uses
+them); never imports aiohttp or prometheus_client. It observes a copy and never alters bytes.
+"""
+
+from __future__ import annotations
+
+import codecs
+import importlib
+import re
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+__all__ = ["API_NAMES", "Event", "SSEDecoder", "Usage", "UsageObserver"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage one upstream response reported, normalised across providers."""
+
+    input_tokens: int = 0  # plain (uncached) input tokens billed at full price
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One dispatched SSE event; `event` is "message" when the stream named no type."""
+
+    event: str
+    data: str
+    id: str = ""
+
+
+# WHATWG HTML §9.2.6: a line ends at CRLF, a lone LF or a lone CR, and nothing else
+# (str.splitlines would also split on U+2028, form feeds and friends).
+_LINE_BREAK: Final = re.compile(r"\r\n|\r|\n")
+
+
+class SSEDecoder:
+    """Incremental Server-Sent Events decoder (WHATWG EventSource parsing rules).
+
+    Bytes may be split anywhere: inside a UTF-8 character, between the CR and LF of one line
+    break, inside a leading BOM. An event still unfinished when the bytes stop is never emitted.
+    """
+
+    __slots__ = (
+        "_after_cr",
+        "_data",
+        "_data_held",
+        "_event",
+        "_last_id",
+        "_pending",
+        "_pending_held",
+        "_text",
+    )
+
+    def __init__(self) -> None:
+        # utf-8-sig drops one leading BOM even when its bytes arrive split; "replace" is the
+        # WHATWG "UTF-8 decode" the spec asks for.
+        self._text = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        self._pending: list[str] = []  # pieces of a line whose end has not arrived yet
+        self._after_cr = (
+            False  # the last break seen was a CR: an LF right after it is the same break
+        )
+        self._event = ""
+        self._data: list[str] = []
+        self._last_id = ""
+        self._data_held = 0
+        self._pending_held = 0
+
+    @property
+    def buffered(self) -> int:
+        """Characters held for the unfinished line and event, so callers can bound memory."""
+        return self._data_held + self._pending_held
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        """Decode the next bytes of the stream; return the events they complete, in order."""
+        text = self._text.decode(chunk)
+        if not text:
+            return []
+        if self._after_cr:
+            self._after_cr = False
+            if text[0] == "\n":
+                text = text[1:]
+                if not text:
+                    return []
+        if "\n" not in text and "\r" not in text:
+            self._pending.append(text)
+            self._pending_held += len(text)
+            return []
+        if self._pending:
+            self._pending.append(text)
+            text = "".join(self._pending)
+        lines = _LINE_BREAK.split(text)
+        rest = lines.pop()
+        self._pending = [rest] if rest else []
+        self._pending_held = len(rest)
+        self._after_cr = not rest and text[-1] == "\r"
+        return self._lines(lines)
+
+    def _lines(self, lines: list[str]) -> list[Event]:
+        events: list[Event] = []
+        for line in lines:
+            if not line:
+                if self._data:
+                    events.append(
+                        Event(self._event or "message", "\n".join(self._data), self._last_id)
+                    )
+                    self._data = []
+                    self._data_held = 0
+                self._event = ""
+                continue
+            field, _, value = line.partition(":")
+            if not field:
+                continue  # a comment line
+            if value[:1] == " ":
+                value = value[1:]
+            if field == "data":
+                self._data.append(value)
+                self._data_held += len(value)
+            elif field == "event":
+                self._event = value
+            elif field == "id" and "\x00" not in value:
+                self._last_id = value
+            # "retry" only matters to a reconnecting client; unknown fields are ignored by spec.
+        return events
+
+
+class _Gzip:
+    """gzip, member after member: RFC 1952 §2.2 lets a body hold several."""
+
+    __slots__ = ("_z",)
+
+    def __init__(self) -> None:
+        self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+    def __call__(self, data: bytes) -> bytes:
+        out: list[bytes] = []
+        while data:
+            if self._z.eof:
+                self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out.append(self._z.decompress(data))
+            data = self._z.unused_data
+        return b"".join(out)
+
+
+class _Deflate:
+    """HTTP deflate should be zlib-wrapped (RFC 9110 §8.4.1.2), but some servers send it raw."""
+
+    __slots__ = ("_head", "_z")
+
+    def __init__(self) -> None:
+        self._head = b""
+        self._z: Any = None
+
+    def __call__(self, data: bytes) -> bytes:
+        if self._z is None:
+            self._head += data
+            if len(self._head) < 2:
+                return b""
+            data, self._head = self._head, b""
+            cmf, flg = data[0], data[1]
+            wrapped = cmf & 0x0F == 8 and cmf >> 4 <= 7 and (cmf << 8 | flg) % 31 == 0
+            self._z = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+        out: bytes = self._z.decompress(data)
+        return out
+
+
+def _brotli() -> Callable[[bytes], bytes]:
+    decompressor = importlib.import_module("brotli").Decompressor()
+    process: Callable[[bytes], bytes] = decompressor.process
+    return process
+
+
+def _zstd() -> Callable[[bytes], bytes]:
+    dctx = importlib.import_module("zstandard").ZstdDecompressor()
+    try:
+        obj = dctx.decompressobj(read_across_frames=True)
+    except TypeError:  # zstandard < 0.22 reads one frame only
+        obj = dctx.decompressobj()
+    decompress: Callable[[bytes], bytes] = obj.decompress
+    return decompress
+
+
+# Content-Encoding token -> factory of an incremental decoder. "identity" decodes to itself.
+DECODERS: Final[Mapping[str, Callable[[], Callable[[bytes], bytes]]]] = {
+    "br": _brotli,
+    "deflate": _Deflate,
+    "gzip": _Gzip,
+    "x-gzip": _Gzip,
+    "zstd": _zstd,
+}
+
+
+def _decoders(content_encoding: str | None) -> list[Callable[[bytes], bytes]]:
+    """Decoders to apply in order; codings are listed in the order they were applied."""
+    codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
+    return [DECODERS[c]() for c in reversed(codings) if c and c != "identity"]
+
+
+def _count(usage: Mapping[str, Any], *path: str) -> int:
+    """The count at `path`: missing or null is 0; anything but a non-negative int is junk."""
+    value: Any = usage
+    for key in path:
+        if value is None:
+            return 0
+        if not isinstance(value, Mapping):
+            raise ValueError(f"not an object on the way to {path}")
+        value = value.get(key)
+    if value is None:
+        return 0
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{path} is {value!r}, not a token count")
+    return value
+
+
+def _minus(total: int, part: int) -> int:
+    if part > total:
+        raise ValueError(f"cached tokens {part} exceed the input tokens {total}")
+    return total - part
+
+
+def _read_anthropic(usage: Mapping[str, Any]) -> Usage:
+    # Anthropic's input_tokens already excludes cache reads and writes.
+    return Usage(
+        input_tokens=_count(usage, "input_tokens"),
+        output_tokens=_count(usage, "output_tokens"),
+        cache_read_input_tokens=_count(usage, "cache_read_input_tokens"),
+        cache_creation_input_tokens=_count(usage, "cache_creation_input_tokens"),
+    )
+
+
+def _read_openai_chat(usage: Mapping[str, Any]) -> Usage:
+    cached = _count(usage, "prompt_tokens_details", "cached_tokens")
+    return Usage(
+        input_tokens=_minus(_count(usage, "prompt_tokens"), cached),
+        output_tokens=_count(usage, "completion_tokens"),
+        cache_read_input_tokens=cached,
+    )
+
+
+def _read_openai_responses(usage: Mapping[str, Any]) -> Usage:
+    cached = _count(usage, "input_tokens_details", "cached_tokens")
+    return Usage(
+        input_tokens=_minus(_count(usage, "input_tokens"), cached),
+        output_tokens=_count(usage, "output_tokens"),
+        cache_read_input_tokens=cached,
+    )
+
+
+def _read_gemini(usage: Mapping[str, Any]) -> Usage:
+    cached = _count(usage, "cachedContentTokenCount")
+    return Usage(
+        input_tokens=_minus(_count(usage, "promptTokenCount"), cached),
+        output_tokens=_count(usage, "candidatesTokenCount") + _count(usage, "thoughtsTokenCount"),
+        cache_read_input_tokens=cached,
+    )
+
+
+Found = tuple[Mapping[str, Any], bool]  # (the usage object, whether it is the final word)
+
+
+def _object(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def _find_anthropic(obj: Mapping[str, Any]) -> Found | None:
+    kind = obj.get("type")
+    if kind == "message_start":
+        # Provisional: output_tokens is a placeholder until message_delta brings the count.
+        usage = _object((_object(obj.get("message")) or {}).get("usage"))
+        return None if usage is None else (usage, False)
+    if kind in ("message", "message_delta"):
+        usage = _object(obj.get("usage"))
+        return None if usage is None else (usage, True)
+    return None
+
+
+def _find_openai_chat(obj: Mapping[str, Any]) -> Found | None:
+    usage = _object(obj.get("usage"))
+    if usage is None or ("prompt_tokens" not in usage and "completion_tokens" not in usage):
+        return None
+    return usage, True
+
+
+_RESPONSES_FINAL: Final = frozenset(
+    {"response.completed", "response.failed", "response.incomplete"}
+)
+
+
+def _find_openai_responses(obj: Mapping[str, Any]) -> Found | None:
+    if obj.get("type") in _RESPONSES_FINAL:
+        response = _object(obj.get("response"))
+    else:
+        response = obj if obj.get("object") == "response" else None
+    usage = _object(response.get("usage")) if response is not None else None
+    return None if usage is None else (usage, True)
+
+
+def _find_gemini(obj: Mapping[str, Any]) -> Found | None:
+    usage = _object(obj.get("usageMetadata"))
+    return None if usage is None else (usage, True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Provider:
+    """How one API reports usage: the key that betrays it, where it sits, how to read it."""
+
+    name: str
+    key: str  # quoted JSON key that a payload carrying usage must contain
+    find: Callable[[Mapping[str, Any]], Found | None]
+    merge: bool  # later reports override field by field (else a later report replaces)
+    read: Callable[[Mapping[str, Any]], Usage]
+
+
+_ANTHROPIC = _Provider("anthropic", '"usage"', _find_anthropic, True, _read_anthropic)
+_GEMINI = _Provider("gemini", '"usageMetadata"', _find_gemini, False, _read_gemini)
+_OPENAI_CHAT = _Provider("openai-chat", '"usage"', _find_openai_chat, False, _read_openai_chat)
+_OPENAI_RESPONSES = _Provider(
+    "openai-responses", '"usage"', _find_openai_responses, False, _read_openai_responses
+)
+
+# api -> providers whose shapes to look for. Their shapes do not collide, so "other" tries all.
+PROVIDERS: Final[Mapping[str, tuple[_Provider, ...]]] = {
+    "anthropic": (_ANTHROPIC,),
+    "gemini": (_GEMINI,),
+    "openai-chat": (_OPENAI_CHAT,),
+    "openai-responses": (_OPENAI_RESPONSES,),
+    "other": (_ANTHROPIC, _GEMINI, _OPENAI_CHAT, _OPENAI_RESPONSES),
+}
+API_NAMES: Final = tuple(sorted(PROVIDERS))
+
+
+def _mentions(data: str, key: str) -> bool:
+    """Whether `key` occurs with a non-null value: a cheap test before parsing a payload.
+
+    OpenAI chat streams say `"usage":null` in every chunk but the last, so skip those.
+    """
+    start = data.find(key)
+    while start >= 0:
+        end = start + len(key)
+        if not data[end : end + 16].lstrip(" \t\r\n:").startswith("null"):
+            return True
+        start = data.find(key, end)
+    return False
+
+
+_JSON_START: Final = frozenset(b"{[")
+_WHITESPACE: Final = b" \t\r\n"
+
+
+class UsageObserver:
+    """Reads token usage from a copy of the response bytes, never delaying or altering them.
+
+    `text/event-stream` bodies are decoded event by event, parsing only payloads that carry
+    usage; any other body is buffered up to `max_buffer` decoded bytes and parsed as JSON (an
+    object, or an array of them as Gemini streams without alt=sse). Any surprise (unknown
+    Content-Encoding, bad compression, junk counts, too many bytes) makes finish() return None.
+    """
+
+    __slots__ = (
+        "_available",
+        "_body",
+        "_body_size",
+        "_decoders",
+        "_final",
+        "_finished",
+        "_keys",
+        "_max_buffer",
+        "_provider",
+        "_providers",
+        "_raw",
+        "_result",
+        "_sse",
+        "_started",
+    )
+
+    def __init__(
+        self,
+        api: str,
+        content_type: str | None,
+        content_encoding: str | None,
+        max_buffer: int = 8 * 1024 * 1024,
+    ) -> None:
+        self._providers = PROVIDERS.get(api, PROVIDERS["other"])
+        self._keys = tuple(dict.fromkeys(p.key for p in self._providers))
+        self._max_buffer = max_buffer
+        media_type = (content_type or "").partition(";")[0].strip().lower()
+        self._sse = SSEDecoder() if media_type == "text/event-stream" else None
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._started = False  # seen the first non-blank byte of a JSON body
+        self._provider: _Provider | None = None
+        self._raw: dict[str, Any] = {}
+        self._final = False
+        self._finished = False
+        self._result: Usage | None = None
+        self._available = True
+        try:
+            self._decoders = _decoders(content_encoding)
+        except Exception:  # unknown coding, or its library is not installed
+            self._decoders = []
+            self._available = False
+
+    def feed(self, chunk: bytes) -> None:
+        """Observe the next chunk of the body exactly as it travels. Never raises."""
+        if not self._available or self._finished:
+            return
+        try:
+            for decode in self._decoders:
+                chunk = decode(chunk)
+            if chunk:
+                self._feed_decoded(chunk)
+        except Exception:
+            self._drop()
+
+    def finish(self) -> Usage | None:
+        """The usage the response reported, or None when it could not be read. Never raises."""
+        if not self._finished:
+            self._finished = True
+            try:
+                self._result = self._conclude()
+            except Exception:
+                self._result = None
+            self._drop()
+        return self._result
+
+    def _feed_decoded(self, data: bytes) -> None:
+        if self._sse is not None:
+            for event in self._sse.feed(data):
+                if any(_mentions(event.data, key) for key in self._keys):
+                    self._observe(orjson.loads(event.data))
+            if self._sse.buffered > self._max_buffer:
+                self._drop()
+            return
+        if not self._started:
+            head = data.lstrip(_WHITESPACE)
+            if not head:
+                return
+            if head[0] not in _JSON_START:
+                self._drop()  # HTML error pages, downloads: no usage, so do not buffer them
+                return
+            self._started = True
+        self._body_size += len(data)
+        if self._body_size > self._max_buffer:
+            self._drop()
+            return
+        self._body.append(data)
+
+    def _conclude(self) -> Usage | None:
+        if not self._available:
+            return None
+        if self._sse is None and self._body:
+            value = orjson.loads(b"".join(self._body))
+            for obj in value if isinstance(value, list) else [value]:
+                self._observe(obj)
+        if self._provider is None or not self._final:
+            return None
+        return self._provider.read(self._raw)
+
+    def _observe(self, obj: Any) -> None:
+        if not isinstance(obj, dict):
+            return
+        for provider in self._providers:
+            found = provider.find(obj)
+            if found is None:
+                continue
+            usage, self._final = found
+            if provider.merge and provider is self._provider:
+                self._raw.update((k, v) for k, v in usage.items() if v is not None)
+            else:
+                self._provider, self._raw = provider, dict(usage)
+            return
+
+    def _drop(self) -> None:
+        """Stop observing and let go of everything held."""
+        self._available = False
+        self._body = []
+        self._sse = None
+        self._decoders = []
