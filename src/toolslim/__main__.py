@@ -1,0 +1,5 @@
+"""`python -m toolslim` runs the command line."""
+
+from toolslim.cli import main
+
+raise SystemExit(main())

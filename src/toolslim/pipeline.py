@@ -1,0 +1,223 @@
+"""PURE. The component protocol, the ordered Pipeline and its fail-open runner.
+
+Must not import aiohttp or prometheus_client: HTTP wraps this from outside.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from toolslim import envelope
+from toolslim.envelope import Outcome
+from toolslim.schema import JSON, ToolSchema
+
+
+class Component(Protocol):
+    """A catalogue component: a name plus one verb that rewrites one tool's input schema.
+
+    `rewrite` returns the very same object when it changes nothing (identity means "no
+    change"), never mutates its input, and counts what it removed by name.
+    """
+
+    name: str
+
+    def rewrite(self, schema: JSON, tool_name: str | None) -> tuple[JSON, Counter[str]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentRun:
+    """What one component did to one request (summed over the request's catalogues)."""
+
+    component: str
+    outcome: Outcome
+    reason: str | None = None  # skip reason, or the exception's class name on error
+    tools_seen: int = 0
+    tools_changed: int = 0
+    removed: Mapping[str, int] = field(default_factory=dict)
+    bytes_before: int = 0
+    bytes_after: int = 0
+
+    @property
+    def bytes_saved(self) -> int:
+        return self.bytes_before - self.bytes_after
+
+
+class TokenCounts(Protocol):
+    """Token counts of a catalogue's canonical stages, computed at most once per catalogue."""
+
+    def token_counts(self, count: Callable[[bytes], int]) -> tuple[int, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedCatalogue:
+    """An adopted catalogue: stage k+1 is component k's output (stage 0 is the input).
+
+    `components` names the component behind each stage transition, so tokens can be
+    attributed per component once counted (off the request path: tokenizing is slow).
+    """
+
+    stages: TokenCounts
+    components: tuple[str, ...]
+    applied: tuple[bool, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """The result of running the pipeline on one request body."""
+
+    body: bytes  # the very object that was passed in when nothing changed
+    runs: tuple[ComponentRun, ...]
+    memo_hits: int = 0
+    memo_misses: int = 0
+    applied: tuple[AppliedCatalogue, ...] = ()
+    errors: tuple[tuple[str, str], ...] = ()  # (component, "ExcType: message") to log once
+
+    def changed(self, original: bytes) -> bool:
+        return self.body is not original
+
+
+def count_tokens(report: RunReport, count: Callable[[bytes], int]) -> dict[str, tuple[int, int]]:
+    """Tokens before/after per component for one request; blocking, so run it off the loop."""
+    totals: dict[str, tuple[int, int]] = {}
+    for catalogue in report.applied:
+        counts = catalogue.stages.token_counts(count)
+        for index, name in enumerate(catalogue.components):
+            if not catalogue.applied[index]:
+                continue
+            before, after = totals.get(name, (0, 0))
+            totals[name] = (before + counts[index], after + counts[index + 1])
+    return totals
+
+
+def skipped_report(body: bytes, names: Sequence[str], reason: str) -> RunReport:
+    """The report for a request the pipeline did not look at (no body, too large, ...)."""
+    return RunReport(body, tuple(ComponentRun(n, "skipped", reason) for n in names))
+
+
+# The registry: a literal table name -> factory(options). Order here is not pipeline order.
+KNOWN: dict[str, Callable[[Mapping[str, Any]], Component]] = {
+    "toolschema": lambda options: ToolSchema(),
+}
+# Named in the wider design, not built yet: naming one is an error, never a silent no-op.
+PLANNED = ("cachesplit", "cmdfilter", "dedup", "failed_run", "format")
+
+
+class UnknownComponent(ValueError):
+    """A pipeline names a component that does not exist (or not yet), or names one twice."""
+
+
+def check_names(names: Sequence[str]) -> None:
+    """Fail at start-up on unknown, planned or repeated component names."""
+    known = ", ".join(sorted(KNOWN))
+    seen: set[str] = set()
+    for name in names:
+        if name in PLANNED:
+            raise UnknownComponent(
+                f"component {name!r} is part of the design but not implemented yet; "
+                f"known components: {known}"
+            )
+        if name not in KNOWN:
+            raise UnknownComponent(f"unknown component {name!r}; known components: {known}")
+        if name in seen:
+            raise UnknownComponent(f"component {name!r} is named twice")
+        seen.add(name)
+
+
+class Pipeline:
+    """The configured components, in order, with the memo their catalogue walk shares."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        *,
+        memo_size: int = 256,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        check_names(names)
+        options = options or {}
+        self.names = tuple(names)
+        self.components = tuple(KNOWN[n](options.get(n, {})) for n in self.names)
+        self.memo = envelope.Memo(memo_size)
+        self._rewrites = tuple(c.rewrite for c in self.components)
+
+    def memo_gauges(self) -> tuple[int, int]:
+        return len(self.memo), self.memo.capacity
+
+    def skip(self, body: bytes, reason: str) -> RunReport:
+        return skipped_report(body, self.names, reason)
+
+    def run(self, body: bytes) -> RunReport:
+        """Run every component over the body's catalogues; never raises (fail open)."""
+        if not self.components:
+            return RunReport(body, ())
+        try:
+            result = envelope.compact(body, self.memo, self._rewrites)
+            return self._report(result)
+        except Exception as exc:  # the runner itself failing still must not fail a request
+            return RunReport(
+                body,
+                tuple(ComponentRun(n, "error", type(exc).__name__) for n in self.names),
+                errors=tuple((n, f"{type(exc).__name__}: {exc}") for n in self.names),
+            )
+
+    def _report(self, result: envelope.Compacted) -> RunReport:
+        if result.reason is not None:
+            if result.reason.startswith("error:"):
+                kind = result.reason.removeprefix("error:")
+                runs = tuple(ComponentRun(n, "error", kind) for n in self.names)
+                return RunReport(result.body, runs, errors=tuple((n, kind) for n in self.names))
+            return skipped_report(result.body, self.names, result.reason)
+        runs = tuple(
+            _combine(name, [entry.runs[index] for entry, _ in result.catalogues])
+            for index, name in enumerate(self.names)
+        )
+        applied = tuple(
+            AppliedCatalogue(
+                entry,
+                self.names,
+                tuple(run.outcome == "applied" for run in entry.runs),
+            )
+            for entry, _ in result.catalogues
+            if entry.output is not None
+        )
+        errors = tuple(
+            (self.names[index], message)
+            for entry, _ in result.catalogues
+            for index, message in entry.errors
+        )
+        hits = sum(1 for _, hit in result.catalogues if hit)
+        return RunReport(
+            result.body,
+            runs,
+            memo_hits=hits,
+            memo_misses=len(result.catalogues) - hits,
+            applied=applied,
+            errors=errors,
+        )
+
+
+def _combine(name: str, runs: Sequence[envelope.CatalogueRun]) -> ComponentRun:
+    """One component's outcome for the request from its outcome on each catalogue."""
+    removed: Counter[str] = Counter()
+    for run in runs:
+        removed.update(run.removed)
+    outcomes = {run.outcome for run in runs}
+    outcome: Outcome = (
+        "applied" if "applied" in outcomes else "error" if "error" in outcomes else "skipped"
+    )
+    reason = None
+    if outcome != "applied":
+        reason = next(run.reason for run in runs if run.outcome == outcome)
+    return ComponentRun(
+        name,
+        outcome,
+        reason,
+        tools_seen=sum(r.tools_seen for r in runs),
+        tools_changed=sum(r.tools_changed for r in runs),
+        removed=dict(removed),
+        bytes_before=sum(r.bytes_before for r in runs if r.outcome == "applied"),
+        bytes_after=sum(r.bytes_after for r in runs if r.outcome == "applied"),
+    )

