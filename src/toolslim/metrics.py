@@ -1,0 +1,289 @@
+"""The only importer of prometheus_client: a Collector that renders one `Stats.snapshot()` as
+Prometheus families at scrape time, in a registry the app owns (never the global one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
+
+from toolslim.stats import Stats
+
+TOOL_SCHEMA = "toolschema"  # the catalogue compactor, also exported under its own family names
+# The `le` spelling prometheus_client's own histograms use ("0.0001", "1.0", "+Inf").
+_le: Callable[[float], str] = floatToGoString
+
+
+def make_registry(stats: Stats) -> CollectorRegistry:
+    """A fresh registry holding one collector over `stats`; serve it with `generate_latest`."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StatsCollector(stats))
+    return registry
+
+
+class StatsCollector(Collector):
+    """Builds every family from a single snapshot per scrape: no bookkeeping of its own."""
+
+    def __init__(self, stats: Stats) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(families(self.stats.snapshot()))
+
+
+def families(snap: Mapping[str, Any]) -> list[Metric]:
+    """Every Prometheus family for one /stats snapshot (see docs/stats.md for the list)."""
+    req, memo, usage, cache = snap["requests"], snap["memo"], snap["usage"], snap["cache"]
+    components: Mapping[str, Mapping[str, Any]] = snap["components"]
+    return [
+        _gauge("toolslim_start_time_seconds", "Unix time the proxy started.", snap["started_at"]),
+        _counter("toolslim_requests", "Proxied requests (admin endpoints excluded).", req["total"]),
+        _labelled(
+            _counter_family(
+                "toolslim_requests_by_upstream", "Proxied requests by upstream.", "upstream"
+            ),
+            req["by_upstream"],
+        ),
+        _labelled(
+            _counter_family("toolslim_requests_by_api", "Proxied requests by API shape.", "api"),
+            req["by_api"],
+        ),
+        _labelled(
+            _counter_family(
+                "toolslim_requests_by_status",
+                "Proxied requests by response status class (1xx..5xx, other).",
+                "status_class",
+            ),
+            req["by_status"],
+        ),
+        _counter(
+            "toolslim_request_received_bytes",
+            "Request body bytes received from clients.",
+            req["bytes_received"],
+        ),
+        _counter(
+            "toolslim_request_forwarded_bytes",
+            "Request body bytes forwarded upstream (after compaction).",
+            req["bytes_forwarded"],
+        ),
+        _gauge(
+            "toolslim_active_streams", "Responses being relayed right now.", req["active_streams"]
+        ),
+        _counter(
+            "toolslim_client_disconnects",
+            "Clients that went away before the response ended.",
+            req["client_disconnects"],
+        ),
+        _labelled(
+            _counter_family(
+                "toolslim_upstream_errors",
+                "Upstream failures by kind (connect, timeout, reset).",
+                "kind",
+            ),
+            req["upstream_errors"],
+        ),
+        *_component_families(components),
+        _counter("toolslim_memo_hits", "Catalogues served from the memo.", memo["hits"]),
+        _counter("toolslim_memo_misses", "Catalogues compacted afresh.", memo["misses"]),
+        _gauge("toolslim_memo_entries", "Catalogues held in the memo.", memo["size"]),
+        _gauge("toolslim_memo_capacity_entries", "Memo capacity.", memo["capacity"]),
+        _labelled(
+            _counter_family(
+                "toolslim_upstream_tokens",
+                "Tokens the upstream reported (input, output, cache_read, cache_write).",
+                "kind",
+            ),
+            usage["tokens"],
+        ),
+        _counter(
+            "toolslim_responses_with_usage",
+            "Responses whose token usage was read.",
+            usage["responses_with_usage"],
+        ),
+        _counter(
+            "toolslim_usage_unavailable",
+            "Responses whose token usage could not be read (never an error).",
+            usage["usage_unavailable"],
+        ),
+        *_cache_families(cache),
+        _histogram(
+            "toolslim_proxy_overhead_seconds",
+            "Time the proxy adds: request received to upstream request sent, and upstream"
+            " chunk to client write.",
+            snap["timings"]["proxy_overhead_seconds"],
+        ),
+        _histogram(
+            "toolslim_upstream_ttfb_seconds",
+            "Upstream time to first response byte.",
+            snap["timings"]["upstream_ttfb_seconds"],
+        ),
+    ]
+
+
+def _component_families(components: Mapping[str, Mapping[str, Any]]) -> list[Metric]:
+    runs = _counter_family(
+        "toolslim_component_runs",
+        "Pipeline component runs by outcome (applied, skipped, error); per component the"
+        " outcomes sum to toolslim_requests_total.",
+        "component",
+        "outcome",
+    )
+    skips = _counter_family(
+        "toolslim_component_skips",
+        "Skipped component runs by reason.",
+        "component",
+        "reason",
+    )
+    removed = _counter_family(
+        "toolslim_component_removed",
+        "Schema keywords removed, by keyword name.",
+        "component",
+        "keyword",
+    )
+    per_component = {
+        "tools_seen": _counter_family(
+            "toolslim_tools_seen", "Tools the component looked at.", "component"
+        ),
+        "tools_changed": _counter_family(
+            "toolslim_tools_changed", "Tools whose schema the component changed.", "component"
+        ),
+        "bytes_saved": _counter_family(
+            "toolslim_component_bytes_saved", "Catalogue bytes saved.", "component"
+        ),
+        "tokens_saved": _counter_family(
+            "toolslim_component_tokens_saved",
+            "Catalogue tokens saved (canonical compact form, cl100k).",
+            "component",
+        ),
+    }
+    catalogue_bytes = _counter_family(
+        "toolslim_component_catalogue_bytes",
+        "Catalogue bytes of applied runs, before and after the component.",
+        "component",
+        "stage",
+    )
+    catalogue_tokens = _counter_family(
+        "toolslim_component_catalogue_tokens",
+        "Catalogue tokens of applied runs, before and after the component.",
+        "component",
+        "stage",
+    )
+    for name, c in components.items():
+        for outcome in ("applied", "skipped", "error"):
+            runs.add_metric([name, outcome], c[outcome])
+        for reason, count in c["skip_reasons"].items():
+            skips.add_metric([name, reason], count)
+        for keyword, count in c["removed"].items():
+            removed.add_metric([name, keyword], count)
+        for key, family in per_component.items():
+            family.add_metric([name], c[key])
+        for stage in ("before", "after"):
+            catalogue_bytes.add_metric([name, stage], c[f"catalogue_bytes_{stage}"])
+            catalogue_tokens.add_metric([name, stage], c[f"catalogue_tokens_{stage}"])
+    tool_schema = components.get(TOOL_SCHEMA, {})
+    return [
+        runs,
+        skips,
+        removed,
+        *per_component.values(),
+        catalogue_bytes,
+        catalogue_tokens,
+        _counter(
+            "toolslim_tool_schema_bytes_saved",
+            "Catalogue bytes the toolschema compactor saved.",
+            tool_schema.get("bytes_saved", 0),
+        ),
+        _counter(
+            "toolslim_tool_schema_tokens_saved",
+            "Catalogue tokens the toolschema compactor saved.",
+            tool_schema.get("tokens_saved", 0),
+        ),
+    ]
+
+
+def _cache_families(cache: Mapping[str, Any]) -> list[Metric]:
+    break_even = GaugeMetricFamily(
+        "toolslim_cache_warm_break_even_requests",
+        "Warm requests needed to repay re-anchoring the prompt cache once,"
+        " ((w-r)P - w s) / (r s); absent until a catalogue was compacted.",
+    )
+    if cache["warm_break_even_requests"] is not None:
+        break_even.add_metric([], cache["warm_break_even_requests"])
+    return [
+        _gauge(
+            "toolslim_cache_read_multiplier_ratio",
+            "Price of a cache-read token relative to an input token (r).",
+            cache["read_multiplier"],
+        ),
+        _gauge(
+            "toolslim_cache_write_multiplier_ratio",
+            "Price of a cache-write token relative to an input token (w).",
+            cache["write_multiplier"],
+        ),
+        _counter(
+            "toolslim_cache_cold_requests",
+            "Compacted requests that read nothing from the upstream cache.",
+            cache["cold_requests"],
+        ),
+        _counter(
+            "toolslim_cache_warm_requests",
+            "Compacted requests that read from the upstream cache.",
+            cache["warm_requests"],
+        ),
+        _counter(
+            "toolslim_cache_cold_tokens_saved",
+            "Catalogue tokens saved on requests with a cold cache prefix.",
+            cache["cold_tokens_saved"],
+        ),
+        _counter(
+            "toolslim_cache_warm_tokens_saved",
+            "Catalogue tokens saved on requests with a warm cache prefix.",
+            cache["warm_tokens_saved"],
+        ),
+        _gauge(
+            "toolslim_cache_catalogue_tokens",
+            "Tokens of the latest compacted catalogue before compaction (P).",
+            cache["catalogue_tokens"],
+        ),
+        _gauge(
+            "toolslim_cache_saved_per_request_tokens",
+            "Tokens the latest compacted catalogue saved per request (s).",
+            cache["tokens_saved_per_request"],
+        ),
+        break_even,
+    ]
+
+
+def _counter(name: str, documentation: str, value: float) -> CounterMetricFamily:
+    # CounterMetricFamily appends "_total" to the sample name itself.
+    return CounterMetricFamily(name, documentation, value=value)
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+def _counter_family(name: str, documentation: str, *labels: str) -> CounterMetricFamily:
+    return CounterMetricFamily(name, documentation, labels=labels)
+
+
+def _labelled(family: CounterMetricFamily, values: Mapping[str, float]) -> CounterMetricFamily:
+    for label, value in values.items():
+        family.add_metric([label], value)
+    return family
+
+
+def _histogram(name: str, documentation: str, h: Mapping[str, Any]) -> HistogramMetricFamily:
+    buckets = [(b if isinstance(b, str) else _le(b), count) for b, count in h["buckets"]]
+    family = HistogramMetricFamily(name, documentation, labels=[])
+    family.add_metric([], buckets, h["sum"])
+    return family
