@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import orjson
+
 from toolslim.schema import (
     DEPENDENCIES,
     JSON,
@@ -106,63 +108,76 @@ def count_tools(catalogue: list[JSON]) -> int:
     return change.tools_seen
 
 
-def canonical(catalogue: list[JSON]) -> list[JSON]:
-    """The catalogue with object keys sorted by code point at every depth, except the members
-    of name -> schema maps (`properties`, ...): their order is the order a model writes
-    arguments in, so it is kept."""
-    return [_canonical_tool(tool, 0) for tool in catalogue]
+def serialize(catalogue: list[JSON]) -> bytes:
+    """The canonical bytes of a catalogue: compact, raw UTF-8, object keys sorted by code point
+    at every depth, except the members of name -> schema maps (`properties`, ...): their order
+    is the order a model writes arguments in, so it is kept.
+
+    orjson sorts everything in C; each order-keeping map is pre-serialized into an
+    orjson.Fragment, so the Python walk touches only schema nodes that hold such maps.
+    """
+    return orjson.dumps([_tool_fragments(tool, 0) for tool in catalogue], option=_SORTED)
 
 
-def _canonical_tool(tool: JSON, depth: int) -> JSON:
+_SORTED = orjson.OPT_SORT_KEYS
+
+
+def _tool_fragments(tool: JSON, depth: int) -> JSON:
     if not isinstance(tool, dict):
-        return sort_keys(tool, depth)
+        return tool
     if depth > MAX_DEPTH:
         raise TooDeep(depth)
-    out: dict[str, JSON] = {}
-    for key in sorted(tool):
-        value = tool[key]
+    out: dict[str, JSON] | None = None
+    for key, value in tool.items():
         if key in SCHEMA_KEYS:
-            out[key] = canonical_schema(value, depth + 1)
+            new = schema_fragments(value, depth + 1)
         elif key == NESTED_TOOL and isinstance(value, dict):
-            out[key] = _canonical_tool(value, depth + 1)
+            new = _tool_fragments(value, depth + 1)
         elif key in NESTED_TOOL_LISTS and isinstance(value, list):
-            out[key] = [_canonical_tool(t, depth + 1) for t in value]
+            new = [_tool_fragments(t, depth + 1) for t in value]
         else:
-            out[key] = sort_keys(value, depth + 1)
-    return out
+            continue
+        if new is not value:
+            if out is None:
+                out = dict(tool)
+            out[key] = new
+    return tool if out is None else out
 
 
-def canonical_schema(node: JSON, depth: int = 0) -> JSON:
-    """A schema with keys sorted, keeping the member order of name -> schema maps."""
+def schema_fragments(node: JSON, depth: int = 0) -> JSON:
+    """`node` with every name -> schema map replaced by its canonical bytes (a Fragment)."""
     if not isinstance(node, dict):
-        return sort_keys(node, depth)
+        return node
     if depth > MAX_DEPTH:
         raise TooDeep(depth)
-    out: dict[str, JSON] = {}
-    for key in sorted(node):
-        value = node[key]
+    out: dict[str, JSON] | None = None
+    for key, value in node.items():
         if key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: canonical_schema(sub, depth + 2) for name, sub in value.items()}
+            new: JSON = orjson.Fragment(
+                b"{"
+                + b",".join(
+                    orjson.dumps(name)
+                    + b":"
+                    + orjson.dumps(schema_fragments(sub, depth + 2), option=_SORTED)
+                    for name, sub in value.items()
+                )
+                + b"}"
+            )
         elif key == DEPENDENCIES and isinstance(value, dict):
-            out[key] = {name: canonical_schema(value[name], depth + 2) for name in sorted(value)}
-        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
-            out[key] = [canonical_schema(sub, depth + 2) for sub in value]
+            new = {name: schema_fragments(sub, depth + 2) for name, sub in value.items()}
+        elif key in SUBSCHEMA_LISTS or (key == "items" and isinstance(value, list)):
+            if not isinstance(value, list):
+                continue
+            new = [schema_fragments(sub, depth + 2) for sub in value]
+            if all(a is b for a, b in zip(new, value, strict=True)):
+                continue
         elif key in SUBSCHEMA:
-            if isinstance(value, list):
-                out[key] = [canonical_schema(sub, depth + 2) for sub in value]
-            else:
-                out[key] = canonical_schema(value, depth + 1)
+            new = schema_fragments(value, depth + 1)
+            if new is value:
+                continue
         else:
-            out[key] = sort_keys(value, depth + 1)
-    return out
-
-
-def sort_keys(value: JSON, depth: int = 0) -> JSON:
-    """Instance data and unknown keywords: keys sorted at every depth, nothing else changed."""
-    if depth > MAX_DEPTH:
-        raise TooDeep(depth)
-    if isinstance(value, dict):
-        return {key: sort_keys(value[key], depth + 1) for key in sorted(value)}
-    if isinstance(value, list):
-        return [sort_keys(item, depth + 1) for item in value]
-    return value
+            continue
+        if out is None:
+            out = dict(node)
+        out[key] = new
+    return node if out is None else out

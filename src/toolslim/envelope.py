@@ -2,6 +2,11 @@
 through the catalogue components (memoized by SHA-256 of its exact bytes) and splice it back,
 leaving every other byte of the body untouched. Never raises; says why when it skips.
 
+The catalogue is the value of the body's last top-level member spelled `"tools"` (what
+last-wins JSON readers use), plus, in OpenAI Responses bodies, the `tools` of each
+`{"type": "additional_tools"}` item of `input` (Codex CLI). Both paths below, the memo-hit byte
+search and the full parse, find exactly these, so the output never depends on memo state.
+
 Must not import aiohttp or prometheus_client.
 """
 
@@ -12,27 +17,28 @@ import json
 import re
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import orjson
 
-from toolslim.catalog import Rewrite, canonical, rewrite_catalogue
+from toolslim.catalog import Rewrite, rewrite_catalogue, serialize
 from toolslim.schema import JSON, TooDeep
 
 Outcome = Literal["applied", "skipped", "error"]
 
 _WS = b" \t\r\n"
 _TOOLS_KEY = b'"tools"'
+_ADDITIONAL_TOOLS = b'"additional_tools"'
+# APIs whose bodies cannot carry Codex's additional_tools items (they have no `input` list).
+_NO_ADDITIONAL_TOOLS = frozenset({"anthropic", "openai-chat", "gemini"})
 # A string token (escapes included) and the next structural byte, for skipping values.
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _STRUCTURAL = re.compile(rb'["\[\]{}]')
 _SCALAR = re.compile(rb"[^\s,\]}]+")
-# `"tools"` spelled with \u escapes: no serializer writes letters that way, so a body holding
-# such an escape takes the slow, exact path instead of the byte search.
-_ESCAPED_LETTER = re.compile(rb"\\u00[67]")
 _PREFIX = 64  # bytes of a catalogue that index it for the memo-hit byte comparison
+_MAX_CANDIDATES = 64  # `"tools":` keys the hit path looks at before it hands over
 
 
 class DuplicateKey(ValueError):
@@ -60,23 +66,26 @@ class Entry:
         raw: bytes,
         output: bytes | None,
         runs: tuple[CatalogueRun, ...],
-        stages: tuple[bytes, ...] = (),
+        rewrites: Sequence[Rewrite] = (),
         errors: tuple[tuple[int, str], ...] = (),
     ) -> None:
         self.raw = raw
         self.output = output  # None: keep the original bytes (skip)
         self.runs = runs
         self.errors = errors  # (component index, "ExcType: message")
-        self._stages = stages  # canonical stage bytes, kept until tokens are counted
+        self._rewrites = tuple(rewrites)
         self._tokens: tuple[int, ...] | None = None
         self._lock = threading.Lock()
 
     def token_counts(self, count: Callable[[bytes], int]) -> tuple[int, ...]:
-        """Tokens of each canonical stage, counted once (thread-safe), then the bytes dropped."""
+        """Tokens of each canonical stage (input, then after each component), counted once.
+
+        Tokenizing is slow, so the proxy calls this off the request path (thread-safe); the
+        stages are rebuilt from the raw bytes here rather than kept in memory meanwhile.
+        """
         with self._lock:
             if self._tokens is None:
-                self._tokens = tuple(count(stage) for stage in self._stages)
-                self._stages = ()
+                self._tokens = tuple(count(s) for s in stages(self.raw, self._rewrites))
             return self._tokens
 
 
@@ -140,12 +149,19 @@ class Compacted:
     reason: str | None = None  # why the body as a whole was skipped (then no catalogues)
 
 
-def compact(body: bytes, memo: Memo, components: Sequence[Rewrite]) -> Compacted:
-    """Rewrite every catalogue in `body`; the same `body` object comes back when none changed."""
+def compact(
+    body: bytes, memo: Memo, rewrites: Sequence[Rewrite], api: str | None = None
+) -> Compacted:
+    """Rewrite every catalogue in `body`; the same `body` object comes back when none changed.
+
+    `api` ("anthropic", "openai-chat", "openai-responses", "gemini", None for unknown) only
+    says where Codex's additional_tools items can be; the result is otherwise the same.
+    """
     try:
-        found = _memo_hit(body, memo)
+        nested = api not in _NO_ADDITIONAL_TOOLS
+        found = _memo_hit(body, memo, nested)
         if found is None:
-            located = _locate(body)
+            located = _locate(body, nested)
             if isinstance(located, str):
                 return Compacted(body, reason=located)
             found = []
@@ -154,7 +170,7 @@ def compact(body: bytes, memo: Memo, components: Sequence[Rewrite]) -> Compacted
                 entry = memo.get(raw)
                 hit = entry is not None
                 if entry is None:
-                    entry = rewrite(raw, components)
+                    entry = rewrite(raw, rewrites)
                     memo.put(entry)
                 found.append((start, entry, hit))
         return Compacted(_splice(body, found), tuple((e, hit) for _, e, hit in found))
@@ -163,56 +179,77 @@ def compact(body: bytes, memo: Memo, components: Sequence[Rewrite]) -> Compacted
 
 
 def _splice(body: bytes, found: list[tuple[int, Entry, bool]]) -> bytes:
-    parts: list[bytes] = []
+    view = memoryview(body)  # slices without copying: the join is the only copy
+    parts: list[bytes | memoryview] = []
     position = 0
     for start, entry, _ in sorted(found, key=lambda f: f[0]):
         if entry.output is None:
             continue
-        parts += (body[position:start], entry.output)
+        parts += (view[position:start], entry.output)
         position = start + len(entry.raw)
     if not parts:
         return body
-    parts.append(body[position:])
+    parts.append(view[position:])
     return b"".join(parts)
 
 
-def _memo_hit(body: bytes, memo: Memo) -> list[tuple[int, Entry, bool]] | None:
-    """The top-level catalogue as a memo hit, proven without parsing the whole body.
+def _memo_hit(body: bytes, memo: Memo, nested: bool) -> list[tuple[int, Entry, bool]] | None:
+    """The catalogue as a memo hit, proven without parsing the transcript.
 
-    A candidate `"tools":` whose value bytes equal a memoized catalogue is the top-level key
-    when the shorter side of the body parses with a closer (head + `}`) or an opener
-    (`{` + tail): a JSON prefix or suffix balances only at depth 1, and a candidate inside a
-    string fails to parse. Anything unusual returns None and takes the full path.
+    Scanning back from the end, the first `"tools":` key whose value bytes equal a memoized
+    catalogue and that sits at the top level is the catalogue, if every later `"tools":` key
+    lies inside it. Top level is proven by parsing only the shorter side of the body with a
+    closer (head + `}`) or an opener (`{` + tail): a JSON prefix or suffix balances only at
+    depth 1. The longer side is not parsed: a body broken there reaches the upstream as
+    broken as it came. Anything unusual returns None and takes the full path.
     """
-    if not len(memo) or b"additional_tools" in body:
+    if not len(memo) or (nested and _ADDITIONAL_TOOLS in body):
         return None
-    candidates = _key_candidates(body, _TOOLS_KEY)
-    if not candidates:
+    later: list[int] = []
+    for key_start, value_start in _key_candidates_reversed(body, _TOOLS_KEY):
+        if len(later) >= _MAX_CANDIDATES:
+            return None
+        entry = memo.match_at(body, value_start)
+        if entry is not None:
+            value_end = value_start + len(entry.raw)
+            top = _top_level_member(body, key_start, value_end)
+            if top is not None:
+                if any(k >= value_end for k in later) or top:
+                    return None  # a later `"tools"` outside this value: the full path decides
+                return [(value_start, entry, True)]
+        later.append(key_start)
+    return None
+
+
+def _key_candidates_reversed(body: bytes, key: bytes) -> Iterator[tuple[int, int]]:
+    """(key start, value start) of each `"key":` in the body, last first, found lazily."""
+    end = len(body)
+    while (at := body.rfind(key, 0, end)) != -1:
+        end = at
+        value_start = _value_after_key(body, at, len(key))
+        if value_start is not None:
+            yield at, value_start
+
+
+def _value_after_key(body: bytes, at: int, length: int) -> int | None:
+    """Where the value starts if the string at `at` is followed by a colon, else None."""
+    # In valid JSON a quote after a backslash is escaped or closes a string: never a key.
+    if at > 0 and body[at - 1] == 0x5C:
         return None
-    key_start, value_start = candidates[0]
-    entry = memo.match_at(body, value_start)
-    if entry is None:
-        return None
-    value_end = value_start + len(entry.raw)
-    if any(k < key_start or k >= value_end for k, _ in candidates[1:]):
-        return None  # another `"tools":` outside this value: let the full parse decide
-    if _ESCAPED_LETTER.search(body) is not None:
-        return None
-    if not _is_top_level_member(body, key_start, value_end):
-        return None
-    return [(value_start, entry, True)]
+    colon = _skip_ws(body, at + length)
+    if colon < len(body) and body[colon] == 0x3A:  # ':'
+        return _skip_ws(body, colon + 1)
+    return None
 
 
 def _key_candidates(body: bytes, key: bytes) -> list[tuple[int, int]]:
-    """(key start, value start) of every `"key"` followed by optional space and a colon."""
+    """(key start, value start) of every `"key":` in the body, in order."""
     found = []
     at = body.find(key)
     while at != -1:
-        colon = _skip_ws(body, at + len(key))
-        # In valid JSON a quote after a backslash is escaped or closes a string: never a key.
-        escaped = at > 0 and body[at - 1] == 0x5C
-        if not escaped and colon < len(body) and body[colon] == 0x3A:  # ':'
-            found.append((at, _skip_ws(body, colon + 1)))
+        value_start = _value_after_key(body, at, len(key))
+        if value_start is not None:
+            found.append((at, value_start))
         at = body.find(key, at + 1)
     return found
 
@@ -223,23 +260,30 @@ def _skip_ws(body: bytes, at: int) -> int:
     return at
 
 
-def _is_top_level_member(body: bytes, key_start: int, value_end: int) -> bool:
-    """Whether the member spanning [key_start, value_end) sits at depth 1 of the body."""
+def _top_level_member(body: bytes, key_start: int, value_end: int) -> bool | None:
+    """None unless the member spanning [key_start, value_end) sits at depth 1 of the body;
+    else whether a later top-level member has the same name (when the tail was parsed)."""
     head = body[:key_start].strip(_WS)
     tail = body[value_end:].lstrip(_WS)
     try:
         if len(head) <= len(tail):
             if head == b"{":
-                return True
-            return head.endswith(b",") and isinstance(orjson.loads(head[:-1] + b"}"), dict)
+                return False
+            if head.endswith(b",") and isinstance(orjson.loads(head[:-1] + b"}"), dict):
+                return False
+            return None
         if tail.startswith(b"}"):
-            return tail[1:].strip(_WS) == b""
-        return tail.startswith(b",") and isinstance(orjson.loads(b"{" + tail[1:]), dict)
+            return False if tail[1:].strip(_WS) == b"" else None
+        if tail.startswith(b","):
+            rest = orjson.loads(b"{" + tail[1:])
+            if isinstance(rest, dict):
+                return "tools" in rest
+        return None
     except orjson.JSONDecodeError:
-        return False
+        return None
 
 
-def _locate(body: bytes) -> list[tuple[int, int]] | str:
+def _locate(body: bytes, nested: bool) -> list[tuple[int, int]] | str:
     """Byte spans of every catalogue in the body, or the reason there are none to rewrite."""
     try:
         document = orjson.loads(body)
@@ -249,20 +293,16 @@ def _locate(body: bytes) -> list[tuple[int, int]] | str:
         return "unsupported_shape"
     spans: list[tuple[int, int]] = []
     if "tools" in document:
-        tools = document["tools"]
-        if not isinstance(tools, list):
-            return "unsupported_shape"
-        if tools:
-            span = _top_level_span(body, "tools", tools)
-            if isinstance(span, str):
-                return span
-            spans.append(span)
+        span = _top_level_span(body, "tools", document["tools"])
+        if isinstance(span, str):
+            return span
+        spans.append(span)
     items = document.get("input")
-    if isinstance(items, list) and any(_is_additional_tools(item) for item in items):
-        nested = _additional_tools_spans(body, items)
-        if isinstance(nested, str):
-            return nested
-        spans += nested
+    if nested and isinstance(items, list) and any(_is_additional_tools(i) for i in items):
+        found = _additional_tools_spans(body, items)
+        if isinstance(found, str):
+            return found
+        spans += found
     return spans or "no_tools"
 
 
@@ -277,12 +317,9 @@ def _is_additional_tools(item: JSON) -> bool:
 
 
 def _top_level_span(body: bytes, key: str, value: JSON) -> tuple[int, int] | str:
-    """The byte span of a top-level member's value in a body known to be valid JSON."""
-    if _ESCAPED_LETTER.search(body) is not None and _top_level_key_count(body, key) != 1:
-        return "duplicate_keys"
-    compact_value = orjson.dumps(value)
-    spans = []
-    for key_start, value_start in _key_candidates(body, b'"' + key.encode() + b'"'):
+    """The value span of the last top-level member spelled `"key"` in a valid JSON body."""
+    compact_value = orjson.dumps(value)  # what orjson kept: the last member, if it is compact
+    for key_start, value_start in reversed(_key_candidates(body, f'"{key}"'.encode())):
         if body.startswith(compact_value, value_start):
             value_end = value_start + len(compact_value)
         else:
@@ -290,16 +327,11 @@ def _top_level_span(body: bytes, key: str, value: JSON) -> tuple[int, int] | str
                 value_end = _skip_value(body, value_start)
             except ValueError:
                 continue
-        if _is_top_level_member(body, key_start, value_end):
-            spans.append((value_start, value_end))
-    if len(spans) != 1:
-        return "duplicate_keys" if spans else "unsupported_shape"
-    return spans[0]
-
-
-def _top_level_key_count(body: bytes, key: str) -> int:
-    pairs = json.loads(body, object_pairs_hook=lambda p: p)
-    return sum(1 for name, _ in pairs if name == key)
+        if _top_level_member(body, key_start, value_end) is not None:
+            if body[value_start : value_start + 1] != b"[":
+                return "unsupported_shape"
+            return value_start, value_end
+    return "unsupported_shape"  # the key is spelled with escapes: leave it alone
 
 
 def _additional_tools_spans(body: bytes, items: list[JSON]) -> list[tuple[int, int]] | str:
@@ -323,7 +355,7 @@ def _additional_tools_spans(body: bytes, items: list[JSON]) -> list[tuple[int, i
 
 
 def _member_span(body: bytes, obj_start: int, key: str) -> tuple[int, int] | None:
-    """The value span of member `key` of the object at `obj_start` (one occurrence only)."""
+    """The value span of the last member `key` of the object at `obj_start`."""
     at = _skip_ws(body, obj_start + 1)
     found = None
     while body[at : at + 1] == b'"':
@@ -332,8 +364,6 @@ def _member_span(body: bytes, obj_start: int, key: str) -> tuple[int, int] | Non
         value_start = _skip_ws(body, _skip_ws(body, key_end) + 1)
         value_end = _skip_value(body, value_start)
         if name == key:
-            if found is not None:
-                return None
             found = (value_start, value_end)
         at = _skip_ws(body, value_end)
         if body[at : at + 1] == b",":
@@ -347,7 +377,7 @@ def _skip_value(body: bytes, at: int) -> int:
     if first == b'"':
         match = _STRING.match(body, at)
         if match is None:
-            raise ValueError("not a JSON value")
+            raise ValueError("unterminated string")
         return match.end()
     if first not in (b"[", b"{"):
         match = _SCALAR.match(body, at)
@@ -358,7 +388,7 @@ def _skip_value(body: bytes, at: int) -> int:
     while True:
         match = _STRUCTURAL.search(body, at)
         if match is None:
-            raise ValueError("not a JSON value")
+            raise ValueError("unbalanced value")
         at = match.start()
         char = body[at]
         if char == 0x22:  # '"'
@@ -387,6 +417,8 @@ def parse_catalogue(raw: bytes) -> JSON:
     except orjson.JSONDecodeError as exc:
         if "recursion" in str(exc).lower():
             raise TooDeep(str(exc)) from exc
+    except orjson.JSONEncodeError:
+        pass
     text = raw.decode("utf-8")
     try:
         return json.loads(
@@ -411,82 +443,93 @@ def _reject_constant(name: str) -> JSON:
     raise ValueError(f"{name} is not JSON")
 
 
-def serialize(catalogue: JSON) -> bytes:
-    """Compact, raw UTF-8, keys in the order given (callers pass the canonical form)."""
-    return orjson.dumps(catalogue)
+def stages(raw: bytes, rewrites: Sequence[Rewrite]) -> list[bytes]:
+    """Canonical bytes of the catalogue before the components and after each one."""
+    current = parse_catalogue(raw)
+    out = [serialize(current)]
+    for component in rewrites:
+        try:
+            new, _ = rewrite_catalogue(current, component)
+        except Exception:  # as in `rewrite`: a failing component passes its input on
+            new = current
+        out.append(out[-1] if new is current else serialize(new))
+        current = new
+    return out
 
 
-def rewrite(raw: bytes, components: Sequence[Rewrite]) -> Entry:
+def rewrite(raw: bytes, rewrites: Sequence[Rewrite]) -> Entry:
     """Run the components over one catalogue and decide whether to adopt the result."""
-    names = len(components)
     try:
         catalogue = parse_catalogue(raw)
     except TooDeep:
-        return _skipped(raw, names, "too_deep")
+        return _skipped(raw, len(rewrites), "too_deep")
     except DuplicateKey:
-        return _skipped(raw, names, "duplicate_keys")
+        return _skipped(raw, len(rewrites), "duplicate_keys")
     except (ValueError, UnicodeDecodeError):
-        return _skipped(raw, names, "not_json")
+        return _skipped(raw, len(rewrites), "not_json")
     if not isinstance(catalogue, list):
-        return _skipped(raw, names, "unsupported_shape")
-    try:
-        stages = [serialize(canonical(catalogue))]
-    except TooDeep:
-        return _skipped(raw, names, "too_deep")
-    except orjson.JSONEncodeError:
-        return _skipped(raw, names, "not_json")  # e.g. a lone surrogate escape
+        return _skipped(raw, len(rewrites), "unsupported_shape")
+    if not catalogue:
+        return _skipped(raw, len(rewrites), "no_tools")
     changes = []
-    errors = []
+    errors: list[tuple[int, str]] = []
+    sizes: list[int] = []  # canonical size after each component but the last
     current = catalogue
-    for index, component in enumerate(components):
-        try:
-            new, change = rewrite_catalogue(current, component)
-            stage = stages[-1] if new is current else serialize(canonical(new))
-        except Exception as exc:  # one component failing must not stop the others
-            errors.append((index, f"{type(exc).__name__}: {exc}"))
-            new, change, stage = current, None, stages[-1]
-        changes.append((change, new is not current))
-        stages.append(stage)
-        current = new
-    output = stages[-1]
+    last = len(rewrites) - 1
+    try:
+        for index, component in enumerate(rewrites):
+            try:
+                new, change = rewrite_catalogue(current, component)
+            except TooDeep:
+                raise
+            except Exception as exc:  # one component failing must not stop the others
+                errors.append((index, f"{type(exc).__name__}: {exc}"))
+                new, change = current, None
+            changes.append((change, new is not current))
+            # Intermediate sizes attribute bytes per component; the last one is the output's.
+            if index < last:
+                changed = new is not current or not sizes
+                sizes.append(len(serialize(new)) if changed else sizes[-1])
+            current = new
+        output = serialize(current)
+    except TooDeep:
+        return _skipped(raw, len(rewrites), "too_deep")
+    except orjson.JSONEncodeError as exc:  # a lone surrogate escape, or nesting orjson refuses
+        reason = "too_deep" if "recursion" in str(exc).lower() else "not_json"
+        return _skipped(raw, len(rewrites), reason)
+    sizes.append(len(output))
     adopted = len(output) < len(raw)
+    failed = dict(errors)
     runs = []
-    failed = {index for index, _ in errors}
     before = len(raw)
     for index, (change, changed) in enumerate(changes):
-        if index in failed or change is None:
-            runs.append(CatalogueRun("error", dict(errors)[index].split(":")[0]))
+        if change is None:
+            runs.append(CatalogueRun("error", failed[index].split(":")[0]))
             continue
-        after = len(stages[index + 1])
+        after = sizes[index]
         acted = changed or (index == 0 and after < before)
         if adopted and acted:
-            runs.append(
-                CatalogueRun(
-                    "applied",
-                    None,
-                    change.tools_seen,
-                    change.tools_changed,
-                    change.removed,
-                    before,
-                    after,
-                )
+            run = CatalogueRun(
+                "applied",
+                None,
+                change.tools_seen,
+                change.tools_changed,
+                change.removed,
+                before,
+                after,
             )
             before = after
         else:
             # Not adopted: say whether this component had something to do at all.
-            canonicalized = index == 0 and stages[0] != raw
-            reason = (
-                "not_smaller" if not adopted and (changed or canonicalized) else "nothing_to_strip"
+            reason = "not_smaller" if not adopted and changed else "nothing_to_strip"
+            run = CatalogueRun(
+                "skipped", reason, change.tools_seen, change.tools_changed, change.removed
             )
-            runs.append(
-                CatalogueRun(
-                    "skipped", reason, change.tools_seen, change.tools_changed, change.removed
-                )
-            )
+        runs.append(run)
     if not adopted:
         return Entry(raw, None, tuple(runs), errors=tuple(errors))
-    return Entry(raw, output, tuple(runs), tuple(stages), tuple(errors))
+    return Entry(raw, output, tuple(runs), rewrites, tuple(errors))
 
 
-def _skipped(raw: bytes, names: int, reason: str) -> Entry:
-    return Entry(raw, None, tuple(CatalogueRun("skipped", reason) for _ in range(names)))
+def _skipped(raw: bytes, count: int, reason: str) -> Entry:
+    return Entry(raw, None, tuple(CatalogueRun("skipped", reason) for _ in range(count)))

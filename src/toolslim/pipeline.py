@@ -149,12 +149,15 @@ class Pipeline:
     def skip(self, body: bytes, reason: str) -> RunReport:
         return skipped_report(body, self.names, reason)
 
-    def run(self, body: bytes) -> RunReport:
-        """Run every component over the body's catalogues; never raises (fail open)."""
+    def run(self, body: bytes, api: str | None = None) -> RunReport:
+        """Run every component over the body's catalogues; never raises (fail open).
+
+        `api` is the API the request was sent to, if known (see `envelope.compact`).
+        """
         if not self.components:
             return RunReport(body, ())
         try:
-            result = envelope.compact(body, self.memo, self._rewrites)
+            result = envelope.compact(body, self.memo, self._rewrites, api)
             return self._report(result)
         except Exception as exc:  # the runner itself failing still must not fail a request
             return RunReport(
