@@ -288,7 +288,7 @@ def _locate(body: bytes, nested: bool) -> list[tuple[int, int]] | str:
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        return "too_deep" if "recursion" in str(exc).lower() else "not_json"
+        return "too_deep" if _too_deep(exc) else "not_json"
     if not isinstance(document, dict):
         return "unsupported_shape"
     spans: list[tuple[int, int]] = []
@@ -306,6 +306,12 @@ def _locate(body: bytes, nested: bool) -> list[tuple[int, int]] | str:
     return spans or "no_tools"
 
 
+def _too_deep(exc: Exception) -> bool:
+    """Whether orjson refused a value for its nesting (it reads 1024 levels, writes 254)."""
+    message = str(exc).lower()
+    return "depth" in message or "recursion" in message
+
+
 def _is_additional_tools(item: JSON) -> bool:
     """Codex CLI's input item that carries more tools when it sends no top-level `tools`."""
     return (
@@ -318,9 +324,12 @@ def _is_additional_tools(item: JSON) -> bool:
 
 def _top_level_span(body: bytes, key: str, value: JSON) -> tuple[int, int] | str:
     """The value span of the last top-level member spelled `"key"` in a valid JSON body."""
-    compact_value = orjson.dumps(value)  # what orjson kept: the last member, if it is compact
+    try:
+        compact_value = orjson.dumps(value)  # what orjson kept: the last member, if compact
+    except orjson.JSONEncodeError:
+        compact_value = None  # nested deeper than orjson writes: find the end by scanning
     for key_start, value_start in reversed(_key_candidates(body, f'"{key}"'.encode())):
-        if body.startswith(compact_value, value_start):
+        if compact_value is not None and body.startswith(compact_value, value_start):
             value_end = value_start + len(compact_value)
         else:
             try:
@@ -415,7 +424,7 @@ def parse_catalogue(raw: bytes) -> JSON:
         if orjson.dumps(value) == raw:
             return value
     except orjson.JSONDecodeError as exc:
-        if "recursion" in str(exc).lower():
+        if _too_deep(exc):
             raise TooDeep(str(exc)) from exc
     except orjson.JSONEncodeError:
         pass
@@ -495,7 +504,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite]) -> Entry:
     except TooDeep:
         return _skipped(raw, len(rewrites), "too_deep")
     except orjson.JSONEncodeError as exc:  # a lone surrogate escape, or nesting orjson refuses
-        reason = "too_deep" if "recursion" in str(exc).lower() else "not_json"
+        reason = "too_deep" if _too_deep(exc) else "not_json"
         return _skipped(raw, len(rewrites), reason)
     sizes.append(len(output))
     adopted = len(output) < len(raw)
