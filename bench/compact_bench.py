@@ -157,11 +157,11 @@ def main() -> None:
         baseline = per_call(orjson.loads, items, args.rounds)
         pipeline.run(items[0])  # warm the memo
         assert pipeline.run(items[1]).memo_hits == 1, "the hit path did not hit"
-        hit = per_call(pipeline.run, items, args.rounds)
+        hit = per_call(lambda body: pipeline.run(body, "anthropic"), items, args.rounds)
 
         def miss(body: bytes) -> object:
             pipeline.memo.clear()
-            return pipeline.run(body)
+            return pipeline.run(body, "anthropic")
 
         missed = per_call(miss, items, args.rounds)
         results[label] = {"loads": baseline, "hit": hit / baseline, "miss": missed / baseline}

@@ -104,17 +104,19 @@ class Memo:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, raw: bytes) -> Entry | None:
-        key = hashlib.sha256(raw).digest()
+    @staticmethod
+    def key(raw: bytes) -> bytes:
+        return hashlib.sha256(raw).digest()
+
+    def get(self, key: bytes) -> Entry | None:
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)
         return entry
 
-    def put(self, entry: Entry) -> None:
+    def put(self, key: bytes, entry: Entry) -> None:
         if self.capacity == 0:
             return
-        key = hashlib.sha256(entry.raw).digest()
         if key not in self._entries:
             self._by_prefix.setdefault(entry.raw[:_PREFIX], []).append(key)
         self._entries[key] = entry
@@ -165,13 +167,14 @@ def compact(
             if isinstance(located, str):
                 return Compacted(body, reason=located)
             found = []
-            for start, end in located:
+            for start, end, parsed in located:
                 raw = body[start:end]
-                entry = memo.get(raw)
+                key = memo.key(raw)
+                entry = memo.get(key)
                 hit = entry is not None
                 if entry is None:
-                    entry = rewrite(raw, rewrites)
-                    memo.put(entry)
+                    entry = rewrite(raw, rewrites, parsed)
+                    memo.put(key, entry)
                 found.append((start, entry, hit))
         return Compacted(_splice(body, found), tuple((e, hit) for _, e, hit in found))
     except Exception as exc:  # fail open: the body goes on exactly as it came
@@ -263,15 +266,15 @@ def _skip_ws(body: bytes, at: int) -> int:
 def _top_level_member(body: bytes, key_start: int, value_end: int) -> bool | None:
     """None unless the member spanning [key_start, value_end) sits at depth 1 of the body;
     else whether a later top-level member has the same name (when the tail was parsed)."""
-    head = body[:key_start].strip(_WS)
-    tail = body[value_end:].lstrip(_WS)
     try:
-        if len(head) <= len(tail):
+        if key_start <= len(body) - value_end:  # slice (copy) only the shorter side
+            head = body[:key_start].strip(_WS)
             if head == b"{":
                 return False
             if head.endswith(b",") and isinstance(orjson.loads(head[:-1] + b"}"), dict):
                 return False
             return None
+        tail = body[value_end:].lstrip(_WS)
         if tail.startswith(b"}"):
             return False if tail[1:].strip(_WS) == b"" else None
         if tail.startswith(b","):
@@ -283,7 +286,10 @@ def _top_level_member(body: bytes, key_start: int, value_end: int) -> bool | Non
         return None
 
 
-def _locate(body: bytes, nested: bool) -> list[tuple[int, int]] | str:
+_Span = tuple[int, int, JSON]  # start, end, and the parsed value when it is proven exact
+
+
+def _locate(body: bytes, nested: bool) -> list[_Span] | str:
     """Byte spans of every catalogue in the body, or the reason there are none to rewrite."""
     try:
         document = orjson.loads(body)
@@ -291,7 +297,7 @@ def _locate(body: bytes, nested: bool) -> list[tuple[int, int]] | str:
         return "too_deep" if _too_deep(exc) else "not_json"
     if not isinstance(document, dict):
         return "unsupported_shape"
-    spans: list[tuple[int, int]] = []
+    spans: list[_Span] = []
     if "tools" in document:
         span = _top_level_span(body, "tools", document["tools"])
         if isinstance(span, str):
@@ -322,14 +328,19 @@ def _is_additional_tools(item: JSON) -> bool:
     )
 
 
-def _top_level_span(body: bytes, key: str, value: JSON) -> tuple[int, int] | str:
-    """The value span of the last top-level member spelled `"key"` in a valid JSON body."""
+def _top_level_span(body: bytes, key: str, value: JSON) -> _Span | str:
+    """The value span of the last top-level member spelled `"key"` in a valid JSON body.
+
+    When its bytes are exactly what orjson writes for `value`, `value` comes along: the
+    round trip proves the parse exact (numbers, no duplicate keys), so it is not redone.
+    """
     try:
         compact_value = orjson.dumps(value)  # what orjson kept: the last member, if compact
     except orjson.JSONEncodeError:
         compact_value = None  # nested deeper than orjson writes: find the end by scanning
     for key_start, value_start in reversed(_key_candidates(body, f'"{key}"'.encode())):
-        if compact_value is not None and body.startswith(compact_value, value_start):
+        exact = compact_value is not None and body.startswith(compact_value, value_start)
+        if exact and compact_value is not None:
             value_end = value_start + len(compact_value)
         else:
             try:
@@ -339,11 +350,11 @@ def _top_level_span(body: bytes, key: str, value: JSON) -> tuple[int, int] | str
         if _top_level_member(body, key_start, value_end) is not None:
             if body[value_start : value_start + 1] != b"[":
                 return "unsupported_shape"
-            return value_start, value_end
+            return value_start, value_end, value if exact else None
     return "unsupported_shape"  # the key is spelled with escapes: leave it alone
 
 
-def _additional_tools_spans(body: bytes, items: list[JSON]) -> list[tuple[int, int]] | str:
+def _additional_tools_spans(body: bytes, items: list[JSON]) -> list[_Span] | str:
     """Spans of `input[i].tools` for Codex's additional_tools items, by an exact scan."""
     span = _top_level_span(body, "input", items)
     if isinstance(span, str):
@@ -356,7 +367,7 @@ def _additional_tools_spans(body: bytes, items: list[JSON]) -> list[tuple[int, i
             member = _member_span(body, at, "tools")
             if member is None:
                 return "unsupported_shape"
-            spans.append(member)
+            spans.append((*member, None))
         at = _skip_ws(body, end)
         if body[at : at + 1] == b",":
             at = _skip_ws(body, at + 1)
@@ -466,10 +477,13 @@ def stages(raw: bytes, rewrites: Sequence[Rewrite]) -> list[bytes]:
     return out
 
 
-def rewrite(raw: bytes, rewrites: Sequence[Rewrite]) -> Entry:
-    """Run the components over one catalogue and decide whether to adopt the result."""
+def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Entry:
+    """Run the components over one catalogue and decide whether to adopt the result.
+
+    `parsed`, when given, is `raw` already parsed and proven exact (see `_top_level_span`).
+    """
     try:
-        catalogue = parse_catalogue(raw)
+        catalogue = parse_catalogue(raw) if parsed is None else parsed
     except TooDeep:
         return _skipped(raw, len(rewrites), "too_deep")
     except DuplicateKey:

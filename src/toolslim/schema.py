@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
@@ -147,27 +146,10 @@ def dialect(uri: object) -> str | None:
 
 def subschemas(node: JSON) -> Iterator[tuple[tuple[str, ...], JSON]]:
     """Each direct subschema of a schema node with its relative path (keyword[, name|index])."""
-    if not isinstance(node, dict):
-        return
-    for key, value in node.items():
-        if key in SUBSCHEMA_MAPS:
-            if isinstance(value, dict):
-                for name, sub in value.items():
-                    yield (key, name), sub
-        elif key in SUBSCHEMA:
-            if isinstance(value, list) and key == "items":
-                for index, sub in enumerate(value):
-                    yield (key, str(index)), sub
-            else:
-                yield (key,), value
-        elif key in SUBSCHEMA_LISTS:
-            if isinstance(value, list):
-                for index, sub in enumerate(value):
-                    yield (key, str(index)), sub
-        elif key == DEPENDENCIES and isinstance(value, dict):
-            for name, sub in value.items():
-                if isinstance(sub, (dict, bool)):
-                    yield (key, name), sub
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _HOLDS_SUBSCHEMAS:
+                yield from _children(key, value)
 
 
 def decode_pointer(reference: str) -> tuple[str, ...] | None:
@@ -186,67 +168,113 @@ def decode_pointer(reference: str) -> tuple[str, ...] | None:
     return tuple(t.replace("~1", "/").replace("~0", "~") for t in fragment[1:].split("/"))
 
 
-@dataclass
+# Every keyword that can hold a subschema, for one C-speed set intersection per node.
+_HOLDS_SUBSCHEMAS = SUBSCHEMA_MAPS | SUBSCHEMA | SUBSCHEMA_LISTS | {DEPENDENCIES}
+# Keywords `_strip` may remove: annotations always, `$id`/`$schema` when the plan says so.
+_MAYBE_REMOVED = ANNOTATIONS | {"$id", "$schema"}
+
+
 class Survey:
     """What a tool schema uses, gathered in one walk over its schema positions."""
 
-    keywords: set[str] = field(default_factory=set)
-    references: bool = False
-    pointers: list[tuple[str, ...]] = field(default_factory=list)
-    resource_roots: list[tuple[str, ...]] = field(default_factory=lambda: [()])
+    __slots__ = ("keywords", "pointers", "references", "resource_roots")
+
+    def __init__(self) -> None:
+        self.keywords: set[str] = set()
+        self.references = False
+        self.pointers: list[tuple[str, ...]] = []
+        self.resource_roots: list[tuple[str, ...]] = [()]
 
 
 def survey(schema: JSON) -> Survey:
     """Keywords used in schema positions, reference keywords, pointers and `$id` roots."""
     found = Survey()
-    _survey(schema, found, [], 0)
+    embedded_ids = False
+    stack = [(schema, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise TooDeep(depth)
+        found.keywords.update(node)
+        if not REFERENCE_KEYWORDS.isdisjoint(node):
+            found.references = True
+            for keyword in POINTER_KEYWORDS:
+                reference = node.get(keyword)
+                pointer = decode_pointer(reference) if isinstance(reference, str) else None
+                if pointer:
+                    found.pointers.append(pointer)
+        if depth and "$id" in node:
+            embedded_ids = True
+        below = depth + 1
+        for key in _HOLDS_SUBSCHEMAS.intersection(node):
+            value = node[key]
+            if isinstance(value, dict):
+                if key in SUBSCHEMA:
+                    stack.append((value, below))
+                else:  # a name -> schema map, or draft-07 `dependencies`
+                    stack += [(sub, below) for sub in value.values() if isinstance(sub, dict)]
+            elif isinstance(value, list):
+                if key == "items":
+                    found.keywords.add(LIST_ITEMS)
+                stack += [(sub, below) for sub in value if isinstance(sub, dict)]
+    if found.pointers and embedded_ids:
+        # Pointers resolve against the nearest `$id`; where ids are embedded, protect the
+        # pointer's path below each of them too (rare, so a second walk with paths).
+        found.resource_roots += [path for path, node in _walk(schema, ()) if "$id" in node][1:]
     return found
 
 
-def _survey(node: JSON, found: Survey, path: list[str], depth: int) -> None:
-    if not isinstance(node, dict):
-        return
-    if depth > MAX_DEPTH:
-        raise TooDeep(depth)
-    for key, value in node.items():
-        found.keywords.add(LIST_ITEMS if key == "items" and isinstance(value, list) else key)
-        if key in REFERENCE_KEYWORDS:
-            found.references = True
-            if key in POINTER_KEYWORDS and isinstance(value, str):
-                pointer = decode_pointer(value)
-                if pointer:
-                    found.pointers.append(pointer)
-        elif key == "$id" and path:
-            found.resource_roots.append(tuple(path))
-    for relative, sub in subschemas(node):
-        path.extend(relative)
-        _survey(sub, found, path, depth + 1)
-        del path[len(path) - len(relative) :]
+def _children(key: str, value: JSON) -> Iterator[tuple[tuple[str, ...], JSON]]:
+    """The subschemas keyword `key` holds in `value`, with their relative paths."""
+    if key in SUBSCHEMA_MAPS:
+        if isinstance(value, dict):
+            for name, sub in value.items():
+                yield (key, name), sub
+    elif key in SUBSCHEMA_LISTS or (key == "items" and isinstance(value, list)):
+        if isinstance(value, list):
+            for index, sub in enumerate(value):
+                yield (key, str(index)), sub
+    elif key in SUBSCHEMA:
+        yield (key,), value
+    elif isinstance(value, dict):  # DEPENDENCIES: array values are lists of names
+        for name, sub in value.items():
+            if isinstance(sub, (dict, bool)):
+                yield (key, name), sub
 
 
-@dataclass(frozen=True)
+def _walk(node: JSON, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], dict[str, JSON]]]:
+    """Every schema object under `node` with its path from the schema root."""
+    if isinstance(node, dict):
+        yield path, node
+        for key in _HOLDS_SUBSCHEMAS.intersection(node):
+            for relative, sub in _children(key, node[key]):
+                yield from _walk(sub, path + relative)
+
+
 class _Plan:
-    drop_ids: bool
-    drop_schema: frozenset[str]  # dialects whose `$schema` may go
-    protected: frozenset[tuple[str, ...]]  # keyword paths a JSON Pointer runs through
+    """What may go from one tool's schema, decided from its survey."""
 
+    __slots__ = ("drop_ids", "drop_schema", "protected")
 
-def _plan(found: Survey) -> _Plan:
-    protected = {
-        root + pointer[:end]
-        for pointer in found.pointers
-        for root in found.resource_roots
-        for end in range(1, len(pointer) + 1)
-    }
-    if found.references:
-        droppable: frozenset[str] = frozenset()
-    else:
-        droppable = frozenset(
-            name
-            for name, conflicts in DIALECT_CONFLICTS.items()
-            if not (conflicts & found.keywords)
+    def __init__(self, found: Survey) -> None:
+        self.drop_ids = not found.references
+        # Dialects whose `$schema` may go: none while references resolve against it.
+        self.drop_schema = (
+            frozenset()
+            if found.references
+            else frozenset(
+                name
+                for name, conflicts in DIALECT_CONFLICTS.items()
+                if conflicts.isdisjoint(found.keywords)
+            )
         )
-    return _Plan(not found.references, droppable, frozenset(protected))
+        # Keyword paths a JSON Pointer runs through, below each resource root.
+        self.protected = frozenset(
+            root + pointer[:end]
+            for pointer in found.pointers
+            for root in found.resource_roots
+            for end in range(1, len(pointer) + 1)
+        )
 
 
 class ToolSchema:
@@ -259,55 +287,67 @@ class ToolSchema:
         removed: Counter[str] = Counter()
         if not isinstance(schema, dict):
             return schema, removed
-        plan = _plan(survey(schema))
-        return _strip(schema, plan, (), removed), removed
+        plan = _Plan(survey(schema))
+        path = () if plan.protected else None
+        return _strip(schema, plan, path, removed), removed
 
 
-def _strip(node: JSON, plan: _Plan, path: tuple[str, ...], removed: Counter[str]) -> JSON:
-    if not isinstance(node, dict):
+def _strip(
+    node: dict[str, JSON], plan: _Plan, path: tuple[str, ...] | None, removed: Counter[str]
+) -> dict[str, JSON]:
+    """`node` without its removable keywords, recursing through subschema positions only.
+
+    `path` (from the schema root) is tracked only when a JSON Pointer protects some keyword.
+    """
+    if _MAYBE_REMOVED.isdisjoint(node):
+        if _HOLDS_SUBSCHEMAS.isdisjoint(node):
+            return node  # a leaf with nothing to remove: most nodes end here
+        drop = []
+    else:
+        drop = [
+            key
+            for key in _MAYBE_REMOVED.intersection(node)
+            if key in ANNOTATIONS
+            or (plan.drop_ids if key == "$id" else dialect(node[key]) in plan.drop_schema)
+        ]
+        if drop and path is not None:
+            drop = [key for key in drop if (*path, key) not in plan.protected]
+    changed: dict[str, JSON] = {}
+    for key in _HOLDS_SUBSCHEMAS.intersection(node):
+        value = node[key]
+        new = _strip_holder(key, value, plan, path, removed)
+        if new is not value:
+            changed[key] = new
+    if not drop and not changed:
         return node
-    items: list[tuple[str, JSON]] = []
-    changed = False
-    for key, value in node.items():
-        if _removable(key, value, plan) and (
-            not plan.protected or (*path, key) not in plan.protected
-        ):
-            removed[key] += 1
-            changed = True
-            continue
-        new = _strip_value(key, value, plan, path, removed)
-        changed = changed or new is not value
-        items.append((key, new))
-    return dict(items) if changed else node
+    removed.update(drop)
+    return {k: changed.get(k, v) for k, v in node.items() if k not in drop}
 
 
-def _removable(key: str, value: JSON, plan: _Plan) -> bool:
-    if key in ANNOTATIONS:
-        return True
-    if key == "$id":
-        return plan.drop_ids
-    if key == "$schema":
-        return dialect(value) in plan.drop_schema
-    return False
-
-
-def _strip_value(
-    key: str, value: JSON, plan: _Plan, path: tuple[str, ...], removed: Counter[str]
+def _strip_holder(
+    key: str, value: JSON, plan: _Plan, path: tuple[str, ...] | None, removed: Counter[str]
 ) -> JSON:
     """`value` of keyword `key`, with the subschemas it holds stripped."""
-    if key in SUBSCHEMA_MAPS or key == DEPENDENCIES:
-        if not isinstance(value, dict):
-            return value
-        members = {
-            name: _strip(sub, plan, (*path, key, name), removed) if isinstance(sub, dict) else sub
-            for name, sub in value.items()
-        }
-        return members if any(members[n] is not value[n] for n in value) else value
-    if key in SUBSCHEMA_LISTS or (key == "items" and isinstance(value, list)):
-        if not isinstance(value, list):
-            return value
-        subs = [_strip(sub, plan, (*path, key, str(i)), removed) for i, sub in enumerate(value)]
+    if isinstance(value, dict):
+        if key in SUBSCHEMA:
+            return _strip(value, plan, None if path is None else (*path, key), removed)
+        if key in SUBSCHEMA_LISTS:
+            return value  # not a list: no subschema position to enter
+        members: dict[str, JSON] | None = None
+        for name, sub in value.items():
+            if isinstance(sub, dict):
+                new = _strip(sub, plan, None if path is None else (*path, key, name), removed)
+                if new is not sub:
+                    if members is None:
+                        members = dict(value)
+                    members[name] = new
+        return value if members is None else members
+    if isinstance(value, list) and (key in SUBSCHEMA_LISTS or key == "items"):
+        subs = [
+            _strip(sub, plan, None if path is None else (*path, key, str(i)), removed)
+            if isinstance(sub, dict)
+            else sub
+            for i, sub in enumerate(value)
+        ]
         return subs if any(a is not b for a, b in zip(subs, value, strict=True)) else value
-    if key in SUBSCHEMA:
-        return _strip(value, plan, (*path, key), removed)
     return value
