@@ -331,7 +331,7 @@ def snapshot_paths(value: Any, prefix: str = "") -> set[str]:
         return {prefix}
     paths = {prefix} if prefix else set()
     for key, child in value.items():
-        segment = DYNAMIC.get(prefix, key)
+        segment = DYNAMIC.get(prefix) or str(key)
         paths |= snapshot_paths(child, f"{prefix}.{segment}" if prefix else segment)
     return paths
 

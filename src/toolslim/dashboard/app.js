@@ -1,0 +1,547 @@
+// toolslim dashboard: polls /stats and renders it. Plain ES2020, no dependencies, no build.
+// Every number is written into an element whose data-stat attribute names its snapshot path,
+// so tests (and people) can check the page against /stats field by field.
+'use strict';
+
+(() => {
+  const STATS_URL = '/stats';
+  const POLL_MS = 3000;
+  const TIMEOUT_MS = 10000;
+  const TOKEN_KEY = 'toolslim.adminToken';
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+  const PRIMARY_COMPONENT = 'toolschema';
+  const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
+
+  // data-format -> how a snapshot value is shown (documented in docs/stats.md).
+  const FORMATS = {
+    int: { scale: 1, digits: 0 },
+    ms: { scale: 1000, digits: 2 },
+    ms0: { scale: 1000, digits: 0 },
+    dec1: { scale: 1, digits: 1 },
+    dec2: { scale: 1, digits: 2 },
+  };
+  const numberFormats = {};
+  for (const [name, f] of Object.entries(FORMATS)) {
+    numberFormats[name] = new Intl.NumberFormat('en-US', {
+      minimumFractionDigits: f.digits,
+      maximumFractionDigits: f.digits,
+    });
+  }
+  const compact = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });
+
+  const $ = (selector) => document.querySelector(selector);
+  let timer = null;
+  let inflight = false;
+  let locked = false;
+  let lastSnapshot = null;
+  let memoryToken = null; // used when sessionStorage is unavailable
+
+  // ---- small DOM helpers (textContent only: names in the snapshot are data, never markup)
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined) continue;
+      if (key === 'text') node.textContent = value;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) {
+      if (child !== null && child !== undefined) node.append(child);
+    }
+    return node;
+  }
+
+  function svg(tag, attrs) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === 'text') node.textContent = value;
+      else node.setAttribute(key, String(value));
+    }
+    return node;
+  }
+
+  // A path segment that is data may contain "." or "%": escape them so paths split on ".".
+  const escapeKey = (key) => String(key).replace(/%/g, '%25').replace(/\./g, '%2E');
+  const pathOf = (...keys) => keys.map(escapeKey).join('.');
+
+  function lookup(snapshot, path) {
+    let value = snapshot;
+    for (const segment of path.split('.')) {
+      if (value === null || typeof value !== 'object') return undefined;
+      value = value[decodeURIComponent(segment)];
+    }
+    return value;
+  }
+
+  function formatValue(value, format) {
+    if (typeof value !== 'number' || !Number.isFinite(value)) return '—';
+    const f = FORMATS[format] ? format : 'int';
+    return numberFormats[f].format(value * FORMATS[f].scale);
+  }
+
+  const stat = (path, format = 'int') =>
+    el('span', { 'data-stat': path, 'data-format': format, text: '—' });
+
+  function humanBytes(n) {
+    if (typeof n !== 'number' || n <= 0) return '';
+    const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+    let i = 0;
+    while (n >= 1000 && i < units.length - 1) {
+      n /= 1000;
+      i += 1;
+    }
+    return `(${n.toFixed(i === 0 ? 0 : 1)} ${units[i]})`;
+  }
+
+  function humanDuration(seconds) {
+    if (typeof seconds !== 'number' || !Number.isFinite(seconds)) return '—';
+    const s = Math.floor(seconds);
+    const d = Math.floor(s / 86400);
+    const h = Math.floor((s % 86400) / 3600);
+    const m = Math.floor((s % 3600) / 60);
+    if (d) return `${d}d ${h}h`;
+    if (h) return `${h}h ${m}m`;
+    if (m) return `${m}m ${s % 60}s`;
+    return `${s}s`;
+  }
+
+  const timeOfDay = { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' };
+  const clock = (t) => new Date(t * 1000).toLocaleTimeString([], timeOfDay);
+
+  // ---- status line and token form
+
+  function setStatus(state, text) {
+    const status = $('#status');
+    status.dataset.state = state;
+    $('#status-text').textContent = text;
+    $('#content').classList.toggle('stale', state === 'error');
+  }
+
+  function readToken() {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY);
+    } catch {
+      return null;
+    }
+  }
+
+  function saveToken(token) {
+    try {
+      sessionStorage.setItem(TOKEN_KEY, token);
+    } catch {
+      // storage disabled: the token lives only as long as this page
+    }
+    memoryToken = token;
+  }
+
+  function clearToken() {
+    try {
+      sessionStorage.removeItem(TOKEN_KEY);
+    } catch {
+      // nothing stored
+    }
+    memoryToken = null;
+  }
+
+  const currentToken = () => readToken() || memoryToken;
+
+  // `/dashboard#token=...` is accepted once, then removed from the address bar and history.
+  function takeTokenFromHash() {
+    const match = /^#token=(.+)$/.exec(location.hash);
+    if (!match) return false;
+    let token = match[1];
+    try {
+      token = decodeURIComponent(token);
+    } catch {
+      // not percent-encoded: use as is
+    }
+    saveToken(token);
+    history.replaceState(null, '', location.pathname + location.search);
+    return true;
+  }
+
+  // A #token=... pasted into an open tab does not reload the page: unlock in place.
+  function onHashChange() {
+    if (!takeTokenFromHash()) return;
+    $('#auth').hidden = true;
+    locked = false;
+    poll();
+  }
+
+  function showAuth(message) {
+    locked = true;
+    const form = $('#auth');
+    form.hidden = false;
+    const error = $('#auth-error');
+    error.hidden = !message;
+    error.textContent = message || '';
+    $('#token').focus();
+  }
+
+  function onAuthSubmit(event) {
+    event.preventDefault();
+    const token = $('#token').value.trim();
+    if (!token) return;
+    saveToken(token);
+    $('#token').value = '';
+    $('#auth').hidden = true;
+    locked = false;
+    setStatus('connecting', 'connecting…');
+    poll();
+  }
+
+  // ---- rendering
+
+  const byCountThenName = (a, b) => b[1] - a[1] || a[0].localeCompare(b[0]);
+
+  function renderMeters(list, map) {
+    const entries = Object.entries(map).sort(byCountThenName);
+    const total = entries.reduce((sum, [, n]) => sum + n, 0);
+    const base = list.dataset.map.split('.');
+    list.replaceChildren();
+    if (!entries.length) {
+      list.append(el('li', { class: 'empty muted', text: 'none yet' }));
+      return;
+    }
+    for (const [key, value] of entries) {
+      const fill = el('span', { class: 'fill' });
+      fill.style.width = `${total ? (100 * value) / total : 0}%`;
+      list.append(
+        el(
+          'li',
+          {},
+          el('span', { class: 'name', text: key }),
+          stat(pathOf(...base, key)),
+          el('span', { class: 'meter', 'aria-hidden': 'true' }, fill),
+        ),
+      );
+    }
+  }
+
+  function renderStatusChips(list, map) {
+    const extra = Object.keys(map).filter((k) => !STATUS_CLASSES.includes(k));
+    const keys = [...STATUS_CLASSES, ...extra];
+    list.replaceChildren();
+    for (const key of keys.filter((k) => k in map)) {
+      list.append(
+        el(
+          'li',
+          { class: `chip s${key.charAt(0)}` },
+          el('span', { class: 'name', text: key }),
+          stat(pathOf('requests', 'by_status', key)),
+        ),
+      );
+    }
+  }
+
+  function chips(name, counters, field, title) {
+    const entries = Object.entries(counters[field] || {}).sort(byCountThenName);
+    if (!entries.length) return null;
+    const list = el('ul', { class: 'chips' });
+    for (const [key] of entries) {
+      list.append(
+        el(
+          'li',
+          { class: 'chip' },
+          el('span', { class: 'name', text: key }),
+          stat(pathOf('components', name, field, key)),
+        ),
+      );
+    }
+    return el('div', { class: 'chip-group' }, el('h4', { text: title }), list);
+  }
+
+  function renderComponents(snapshot) {
+    const host = $('#components');
+    host.replaceChildren();
+    const names = Object.keys(snapshot.components || {});
+    if (!names.length) {
+      const text = 'No components configured: pure pass-through.';
+      host.append(el('p', { class: 'muted', text }));
+      return;
+    }
+    names.forEach((name, index) => {
+      const counters = snapshot.components[name];
+      const runs = counters.applied + counters.skipped + counters.error;
+      const path = (...keys) => pathOf('components', name, ...keys);
+      const outcomes = el('div', { class: 'outcomes', 'aria-hidden': 'true' });
+      for (const outcome of ['applied', 'skipped', 'error']) {
+        const part = el('span', { class: outcome });
+        part.style.width = `${runs ? (100 * counters[outcome]) / runs : 0}%`;
+        outcomes.append(part);
+      }
+      const tile = (label, cls, values, hint) =>
+        el(
+          'div',
+          { class: cls || null },
+          el('dt', { text: label }),
+          el('dd', {}, ...values, hint ? el('span', { class: 'hint', text: hint }) : null),
+        );
+      const share = (part, whole) =>
+        whole > 0 ? `${((100 * part) / whole).toFixed(1)}% of the catalogue` : null;
+      host.append(
+        el(
+          'article',
+          { class: 'component' },
+          el(
+            'div',
+            { class: 'component-head' },
+            el('h3', { text: name }),
+            el('span', { class: 'muted', text: `step ${index + 1} · ${runs} runs` }),
+          ),
+          outcomes,
+          el(
+            'dl',
+            { class: 'kv tiles' },
+            tile('Applied', 'o-applied', [stat(path('applied'))]),
+            tile('Skipped', 'o-skipped', [stat(path('skipped'))]),
+            tile('Errors', 'o-error', [stat(path('error'))]),
+            tile('Tools changed / seen', null, [
+              stat(path('tools_changed')), ' / ', stat(path('tools_seen')),
+            ]),
+            tile('Bytes saved', 'saved', [stat(path('bytes_saved'))],
+              share(counters.bytes_saved, counters.catalogue_bytes_before)),
+            tile('Tokens saved', 'saved', [stat(path('tokens_saved'))],
+              share(counters.tokens_saved, counters.catalogue_tokens_before)),
+            tile('Catalogue bytes before → after', 'pair', [
+              stat(path('catalogue_bytes_before')), ' → ', stat(path('catalogue_bytes_after')),
+            ]),
+            tile('Catalogue tokens before → after', 'pair', [
+              stat(path('catalogue_tokens_before')), ' → ', stat(path('catalogue_tokens_after')),
+            ]),
+          ),
+          chips(name, counters, 'skip_reasons', 'Skip reasons'),
+          chips(name, counters, 'removed', 'Keywords removed'),
+        ),
+      );
+    });
+  }
+
+  function primaryComponent(snapshot) {
+    const names = Object.keys(snapshot.components || {});
+    return names.includes(PRIMARY_COMPONENT) ? PRIMARY_COMPONENT : names[0];
+  }
+
+  function render(snapshot) {
+    const primary = primaryComponent(snapshot);
+    for (const node of document.querySelectorAll('[data-component-stat]')) {
+      if (primary) node.dataset.stat = pathOf('components', primary, node.dataset.componentStat);
+      else delete node.dataset.stat;
+    }
+    for (const node of document.querySelectorAll('[data-bytes-of]')) {
+      const value = primary ? snapshot.components[primary][node.dataset.bytesOf] : null;
+      node.textContent = humanBytes(value);
+    }
+    renderMeters($('#by-upstream'), snapshot.requests.by_upstream);
+    renderMeters($('#by-api'), snapshot.requests.by_api);
+    renderStatusChips($('#by-status'), snapshot.requests.by_status);
+    renderComponents(snapshot);
+
+    for (const node of document.querySelectorAll('[data-stat]')) {
+      node.textContent = formatValue(lookup(snapshot, node.dataset.stat), node.dataset.format);
+    }
+
+    const memo = snapshot.memo;
+    const lookups = memo.hits + memo.misses;
+    const rate = lookups ? `(${Math.round((100 * memo.hits) / lookups)}% hit rate)` : '';
+    $('#memo-rate').textContent = rate;
+    $('#uptime').textContent = humanDuration(snapshot.uptime_seconds);
+    $('#schema-version').textContent = String(snapshot.version);
+    $('#foot').hidden = false;
+    drawChart(snapshot);
+  }
+
+  // ---- chart: requests (bars) and tokens saved (line) per series interval, two panels
+
+  // An axis top of 2, 4 or 10 times a power of ten keeps the middle gridline a whole number.
+  function niceMax(value) {
+    const v = Math.max(2, value);
+    const magnitude = 10 ** Math.floor(Math.log10(v));
+    for (const step of [1, 2, 4, 10]) {
+      if (step * magnitude >= v) return step * magnitude;
+    }
+    return 10 * magnitude;
+  }
+
+  function drawChart(snapshot) {
+    const host = $('#chart');
+    const series = snapshot.series || { interval_seconds: 10, points: [] };
+    const interval = series.interval_seconds || 10;
+    const points = series.points || [];
+    const width = Math.max(240, host.clientWidth);
+    const height = width < 480 ? 200 : 240;
+    const now = snapshot.started_at + snapshot.uptime_seconds;
+    let end = Math.floor(now / interval) * interval;
+    if (points.length) end = Math.max(end, points[points.length - 1].t);
+    // Show the whole retained series (at most 360 slots), and never less than 30 slots.
+    const first = points.length ? points[0].t : end;
+    const start = Math.max(end - 359 * interval, Math.min(first, end - 29 * interval));
+    const slots = Math.round((end - start) / interval) + 1;
+    const requests = new Array(slots).fill(0);
+    const tokens = new Array(slots).fill(0);
+    let drawn = 0;
+    for (const p of points) {
+      const i = Math.round((p.t - start) / interval);
+      if (i < 0 || i >= slots) continue;
+      requests[i] = p.requests;
+      tokens[i] = p.tokens_saved;
+      drawn += 1;
+    }
+
+    const left = 44;
+    const right = 8;
+    const bottom = 20;
+    const gap = 18;
+    const panel = (height - bottom - gap - 8) / 2;
+    const plotWidth = width - left - right;
+    const slotWidth = plotWidth / slots;
+    const x = (i) => left + (i + 0.5) * slotWidth;
+    const root = svg('svg', {
+      width,
+      height,
+      viewBox: `0 0 ${width} ${height}`,
+      role: 'img',
+      'aria-label': `Requests and tokens saved per ${interval} s, last ${slots} intervals`,
+      'data-points': drawn,
+      'data-slots': slots,
+    });
+
+    const axis = (top, max, label) => {
+      for (const fraction of [0, 0.5, 1]) {
+        const y = top + panel - fraction * panel;
+        root.append(svg('line', { class: 'grid', x1: left, x2: width - right, y1: y, y2: y }));
+        const text = compact.format(max * fraction);
+        const tick = { class: 'tick', x: left - 6, y: y + 4, 'text-anchor': 'end', text };
+        root.append(svg('text', tick));
+      }
+      root.append(svg('text', { class: 'panel-label', x: left + 4, y: top + 11, text: label }));
+    };
+
+    // Top panel: requests as bars.
+    const top1 = 8;
+    const maxRequests = niceMax(Math.max(...requests));
+    axis(top1, maxRequests, 'requests');
+    const barWidth = Math.max(1, slotWidth - (slotWidth > 4 ? 1 : 0));
+    requests.forEach((n, i) => {
+      if (!n) return;
+      const h = (n / maxRequests) * panel;
+      const bar = svg('rect', {
+        class: 'bar',
+        x: left + i * slotWidth + (slotWidth - barWidth) / 2,
+        y: top1 + panel - h,
+        width: barWidth,
+        height: h,
+      });
+      bar.append(svg('title', { text: `${clock(start + i * interval)} · ${n} requests` }));
+      root.append(bar);
+    });
+
+    // Bottom panel: tokens saved as an area under a line.
+    const top2 = top1 + panel + gap;
+    const maxTokens = niceMax(Math.max(...tokens));
+    axis(top2, maxTokens, 'tokens saved');
+    const y2 = (n) => top2 + panel - (n / maxTokens) * panel;
+    const base = top2 + panel;
+    const coords = tokens.map((n, i) => `${x(i).toFixed(1)},${y2(n).toFixed(1)}`);
+    root.append(
+      svg('path', {
+        class: 'area',
+        d: `M${x(0).toFixed(1)},${base} L${coords.join(' L')} L${x(slots - 1).toFixed(1)},${base}Z`,
+      }),
+    );
+    root.append(svg('polyline', { class: 'line', points: coords.join(' ') }));
+    tokens.forEach((n, i) => {
+      if (!n) return;
+      const r = slotWidth > 6 ? 2.5 : 1.5;
+      const dot = svg('circle', { class: 'dot', cx: x(i), cy: y2(n), r });
+      dot.append(svg('title', { text: `${clock(start + i * interval)} · ${n} tokens saved` }));
+      root.append(dot);
+    });
+
+    // Time axis: first, middle and last slot.
+    const baseline = height - 5;
+    [0, Math.floor((slots - 1) / 2), slots - 1].forEach((i, k) => {
+      const anchor = ['start', 'middle', 'end'][k];
+      const at = k === 0 ? left : k === 2 ? width - right : x(i);
+      const text = clock(start + i * interval);
+      root.append(svg('text', { class: 'tick', x: at, y: baseline, 'text-anchor': anchor, text }));
+    });
+
+    if (!drawn) {
+      root.append(
+        svg('text', {
+          class: 'empty',
+          x: left + plotWidth / 2,
+          y: top1 + panel / 2,
+          'text-anchor': 'middle',
+          text: 'No traffic yet',
+        }),
+      );
+    }
+    host.replaceChildren(root);
+    $('#chart-interval').textContent = `· per ${interval} s`;
+  }
+
+  // ---- polling
+
+  async function poll() {
+    clearTimeout(timer);
+    if (inflight || locked) return;
+    inflight = true;
+    const controller = new AbortController();
+    const deadline = setTimeout(() => controller.abort(), TIMEOUT_MS);
+    try {
+      const headers = { Accept: 'application/json' };
+      const token = currentToken();
+      if (token) headers.Authorization = `Bearer ${token}`;
+      const response = await fetch(STATS_URL, {
+        headers,
+        cache: 'no-store',
+        credentials: 'same-origin',
+        signal: controller.signal,
+      });
+      if (response.status === 401 || response.status === 403) {
+        if (token) clearToken();
+        $('#content').hidden = true;
+        setStatus('auth', 'locked: admin token required');
+        showAuth(token ? 'That token was not accepted. Try again.' : '');
+        return;
+      }
+      if (!response.ok) throw new Error(`/stats answered HTTP ${response.status}`);
+      const snapshot = await response.json();
+      $('#content').hidden = false;
+      render(snapshot);
+      lastSnapshot = snapshot;
+      setStatus('live', `live · updated ${new Date().toLocaleTimeString()}`);
+    } catch (error) {
+      const timedOut = error && error.name === 'AbortError';
+      const reason = timedOut ? 'request timed out' : (error && error.message) || String(error);
+      setStatus('error', `error: ${reason}`);
+    } finally {
+      clearTimeout(deadline);
+      inflight = false;
+      if (!locked) timer = setTimeout(poll, POLL_MS);
+    }
+  }
+
+  function start() {
+    takeTokenFromHash();
+    $('#auth').addEventListener('submit', onAuthSubmit);
+    window.addEventListener('hashchange', onHashChange);
+    let pending = false;
+    window.addEventListener('resize', () => {
+      if (pending || !lastSnapshot) return;
+      pending = true;
+      requestAnimationFrame(() => {
+        pending = false;
+        drawChart(lastSnapshot);
+      });
+    });
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible') poll();
+    });
+    poll();
+  }
+
+  start();
+})();
