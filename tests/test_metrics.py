@@ -9,7 +9,7 @@ import prometheus_client
 from prometheus_client.parser import text_string_to_metric_families
 
 from test_stats import FakeClock, mixed_stats
-from toolslim.metrics import make_registry
+from toolslim.metrics import CONTENT_TYPE, exposition, make_registry
 from toolslim.stats import Stats
 
 Sample = tuple[str, frozenset[tuple[str, str]]]
@@ -306,3 +306,11 @@ def test_the_global_registry_is_never_touched() -> None:
     assert {line for line in after.splitlines() if line.startswith(b"#")} == {
         line for line in before.splitlines() if line.startswith(b"#")
     }
+
+
+def test_exposition_is_the_prometheus_text_format_of_one_scrape() -> None:
+    stats, _ = mixed_stats()
+    registry = make_registry(stats)
+    assert exposition(registry) == prometheus_client.generate_latest(registry)
+    assert CONTENT_TYPE == prometheus_client.CONTENT_TYPE_LATEST
+    assert CONTENT_TYPE.startswith("text/plain; version=")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -21,13 +22,19 @@ from toolslim.stats import Stats
 TOOL_SCHEMA = "toolschema"  # the catalogue compactor, also exported under its own family names
 # The `le` spelling prometheus_client's own histograms use ("0.0001", "1.0", "+Inf").
 _le: Callable[[float], str] = floatToGoString
+CONTENT_TYPE: str = CONTENT_TYPE_LATEST  # for the /metrics response
 
 
 def make_registry(stats: Stats) -> CollectorRegistry:
-    """A fresh registry holding one collector over `stats`; serve it with `generate_latest`."""
+    """A fresh registry holding one collector over `stats`; render it with `exposition`."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StatsCollector(stats))
     return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    """One scrape of `registry` in the Prometheus text format (serve with `CONTENT_TYPE`)."""
+    return generate_latest(registry)
 
 
 class StatsCollector(Collector):
