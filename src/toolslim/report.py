@@ -1,0 +1,456 @@
+"""`toolslim report`: replay captured requests through a pipeline offline and show, per capture
+file, the tokens compaction saves and how many warm requests it takes to pay for itself.
+
+Reads `--capture` JSON Lines and plain request-body JSON files; no network, no aiohttp.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import orjson
+
+from toolslim.catalog import NESTED_TOOL, NESTED_TOOL_LISTS, count_tools, serialize
+from toolslim.compact import compact_input
+from toolslim.envelope import parse_catalogue
+from toolslim.pipeline import Pipeline, RunReport
+from toolslim.pipeline import count_tokens as pipeline_tokens
+from toolslim.schema import JSON
+from toolslim.tokens import count_tokens
+
+DEFAULT_READ_MULTIPLIER = 0.1  # cache read, x base input price
+DEFAULT_WRITE_MULTIPLIER = 1.25  # 5-minute cache write, x base input price
+PERCENTILES = (50, 90, 99)
+# Members of which at least one is in every LLM request body toolslim knows (Anthropic,
+# OpenAI Chat and Responses, Gemini): a JSON object with none of them is not a request.
+REQUEST_KEYS = frozenset(
+    {
+        "contents",
+        "input",
+        "messages",
+        "model",
+        "system",
+        "systemInstruction",
+        "tools",
+    }
+)
+CAPTURE_VERSION = 1
+_WS = b" \t\r\n"
+
+
+def break_even(
+    prefix: float,
+    saved: float,
+    read: float = DEFAULT_READ_MULTIPLIER,
+    write: float = DEFAULT_WRITE_MULTIPLIER,
+) -> float | None:
+    """Warm requests until compaction pays for the one cache write it causes:
+    `((w - r) P - w s) / (r s)`, e.g. `(1.15 P - 1.25 s) / (0.1 s)`. None means never
+    (nothing saved); 0 means the first request already pays (the formula goes negative)."""
+    if saved <= 0:
+        return None
+    return max(0.0, ((write - read) * prefix - write * saved) / (read * saved))
+
+
+def percentile(ordered: Sequence[int], p: float) -> int | None:
+    """Nearest-rank percentile of sorted values: the smallest value with at least p% of the
+    values at or below it. None for no values."""
+    if not ordered:
+        return None
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+# Reading files
+
+
+@dataclass
+class Requests:
+    """The request bodies read from one file and the lines that could not be replayed."""
+
+    bodies: list[bytes]
+    lines_skipped: Counter[str] = field(default_factory=Counter)
+
+
+def read_file(path: str) -> Requests | str:
+    """The requests in a capture or request-body file, or why the file is neither."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return f"cannot read it: {exc.strerror or exc}"
+    if not data.strip(_WS):
+        return "it is empty"
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _read_lines(data)
+    if _is_record(document):
+        return _read_lines(data)
+    if isinstance(document, dict):
+        if REQUEST_KEYS.isdisjoint(document):
+            keys = ", ".join(sorted(REQUEST_KEYS))
+            return f"it is a JSON object with none of the request members ({keys})"
+        return Requests([data])
+    kind = "an array" if isinstance(document, list) else "a scalar"
+    return f"it is {kind}, not a request body (a JSON object) or a capture (JSON Lines)"
+
+
+def _is_record(value: JSON) -> bool:
+    return isinstance(value, dict) and "v" in value and "body_sha256" in value
+
+
+def _read_lines(data: bytes) -> Requests | str:
+    requests = Requests([])
+    records = 0
+    first: str | None = None  # why the first non-blank line is not JSON, if it is not
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip(_WS):
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            if not (records or requests.lines_skipped):
+                first = f"line {number}: {exc.msg}"
+            requests.lines_skipped["not JSON"] += 1
+            continue
+        if not _is_record(record):
+            requests.lines_skipped["not a capture record"] += 1
+            continue
+        records += 1
+        body = _record_body(record)
+        if isinstance(body, str):
+            requests.lines_skipped[body] += 1
+        else:
+            requests.bodies.append(body)
+    if requests.bodies:
+        return requests
+    if records:
+        return "its capture records hold no replayable body: " + _reasons(requests.lines_skipped)
+    if first is not None:
+        return f"it is neither JSON nor JSON Lines ({first})"
+    return 'it is JSON Lines without a toolslim capture record (a line with "v", "body_sha256")'
+
+
+def _record_body(record: dict[str, JSON]) -> bytes | str:
+    """The body a capture line recorded as received, or why there is none."""
+    if record.get("v") != CAPTURE_VERSION:
+        return f"capture version {record.get('v')!r} unsupported"
+    body = record.get("body")
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    encoded = record.get("body_base64")
+    if isinstance(encoded, str):
+        try:
+            return base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            return "bad body_base64"
+    return "no body stored"
+
+
+def _reasons(counts: Counter[str]) -> str:
+    return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
+
+
+# Measuring
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One catalogue: leaf tools, tokens of its canonical form, and tokens of each leaf tool."""
+
+    tools: int
+    tokens: int
+    tool_tokens: tuple[int, ...]
+
+
+@dataclass
+class FileStats:
+    """Running totals for one capture file."""
+
+    requests: int = 0
+    changed: int = 0
+    tools: int = 0
+    before: int = 0
+    saved: int = 0
+    input_tokens: int = 0
+    tool_before: list[int] = field(default_factory=list)
+    tool_after: list[int] = field(default_factory=list)
+    outcomes: dict[str, Counter[str]] = field(default_factory=dict)
+    skip_reasons: dict[str, Counter[str]] = field(default_factory=dict)
+
+
+class Replayer:
+    """Replays request bodies through one pipeline, measuring each distinct catalogue once."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+        self._measured: dict[bytes, Measured] = {}
+
+    def replay(self, body: bytes, stats: FileStats) -> None:
+        output, report, tokens = self._run(body)
+        stats.requests += 1
+        stats.changed += report.changed(body)
+        stats.input_tokens += count_tokens(body)
+        for run in report.runs:
+            stats.outcomes.setdefault(run.component, Counter())[run.outcome] += 1
+            reasons = stats.skip_reasons.setdefault(run.component, Counter())
+            if run.outcome == "skipped":
+                reasons[run.reason or "unknown"] += 1
+        saved = sum(before - after for before, after in tokens.values())
+        inputs = [self._measure(c) for c in catalogues(_document(body))]
+        stats.tools += sum(m.tools for m in inputs)
+        stats.before += sum(m.tokens for m in inputs)
+        stats.saved += saved
+        for measured in inputs:
+            stats.tool_before += measured.tool_tokens
+        outputs = inputs
+        if output is not body:
+            outputs = [self._measure(c) for c in catalogues(_document(output))]
+        for measured in outputs:
+            stats.tool_after += measured.tool_tokens
+
+    def _run(self, body: bytes) -> tuple[bytes, RunReport, dict[str, tuple[int, int]]]:
+        if not body.strip(_WS):
+            return body, self.pipeline.skip(body, "no_body"), {}
+        if body.lstrip(_WS + b"\xef\xbb\xbf")[:1] == b"[":
+            # compact_input reads a leading `[` as a bare tools array; the proxy does not.
+            report = self.pipeline.run(body)
+            return report.body, report, pipeline_tokens(report, count_tokens)
+        return compact_input(self.pipeline, body)
+
+    def _measure(self, catalogue: list[JSON]) -> Measured:
+        key = hashlib.sha256(orjson.dumps(catalogue)).digest()
+        measured = self._measured.get(key)
+        if measured is None:
+            leaves = [count_tokens(_canonical([leaf])[1:-1]) for leaf in _leaves(catalogue)]
+            tokens = count_tokens(_canonical(catalogue))
+            measured = Measured(count_tools(catalogue), tokens, tuple(leaves))
+            self._measured[key] = measured
+        return measured
+
+
+def _canonical(catalogue: list[JSON]) -> bytes:
+    """The canonical form the pipeline counts tokens on; the compact client form if the
+    catalogue is one the pipeline refuses (too deep, lone surrogates)."""
+    try:
+        return serialize(catalogue)
+    except Exception:
+        return orjson.dumps(catalogue)
+
+
+def _document(body: bytes) -> JSON:
+    """The parsed body (numbers spelled as sent), or None when it is not JSON."""
+    try:
+        return parse_catalogue(body)
+    except Exception:  # duplicate keys, deep nesting: orjson's last-wins reading still works
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+
+
+def catalogues(document: JSON) -> list[list[JSON]]:
+    """Every tool catalogue in a request: top-level `tools` and the `tools` of Codex's
+    `{"type": "additional_tools"}` items of `input`."""
+    if not isinstance(document, dict):
+        return []
+    found = []
+    tools = document.get("tools")
+    if isinstance(tools, list) and tools:
+        found.append(tools)
+    items = document.get("input")
+    if isinstance(items, list):
+        for item in items:
+            if (
+                isinstance(item, dict)
+                and item.get("type") == "additional_tools"
+                and isinstance(item.get("tools"), list)
+                and item["tools"]
+            ):
+                found.append(item["tools"])
+    return found
+
+
+def _leaves(tools: list[JSON]) -> Iterator[JSON]:
+    """Leaf tools in order, as catalog.count_tools counts them: the object inside an OpenAI
+    Chat `function` wrapper, each Gemini declaration, each tool of a Responses namespace."""
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        holds_tools = False
+        for key, value in tool.items():
+            if key == NESTED_TOOL and isinstance(value, dict):
+                holds_tools = True
+                yield from _leaves([value])
+            elif key in NESTED_TOOL_LISTS and isinstance(value, list):
+                holds_tools = True
+                yield from _leaves(value)
+        if not holds_tools:
+            yield tool
+
+
+def summarize(
+    name: str, stats: FileStats, read: float, write: float, lines_skipped: Counter[str]
+) -> dict[str, Any]:
+    """The per-file numbers, with the stable keys `--json` prints (documented in
+    docs/captures.md)."""
+    n = stats.requests
+    before = stats.before / n
+    saved = stats.saved / n
+    before_sorted, after_sorted = sorted(stats.tool_before), sorted(stats.tool_after)
+    return {
+        "file": name,
+        "requests": n,
+        "requests_changed": stats.changed,
+        "lines_skipped": dict(sorted(lines_skipped.items())),
+        "tools_per_request": stats.tools / n,
+        "catalogue_tokens_before": before,
+        "catalogue_tokens_after": (stats.before - stats.saved) / n,
+        "tokens_saved_per_request": saved,
+        "input_tokens_per_request": stats.input_tokens / n,
+        "saved_percent_of_input": (
+            100 * stats.saved / stats.input_tokens if stats.input_tokens else None
+        ),
+        "cache_read_multiplier": read,
+        "cache_write_multiplier": write,
+        "break_even_requests": break_even(before, saved, read, write),
+        "tool_tokens": {
+            "tools": len(before_sorted),
+            "before": _percentiles(before_sorted),
+            "after": _percentiles(after_sorted),
+        },
+        "components": {
+            component: {
+                "applied": counts["applied"],
+                "skipped": counts["skipped"],
+                "error": counts["error"],
+                "skip_reasons": dict(sorted(stats.skip_reasons[component].items())),
+            }
+            for component, counts in stats.outcomes.items()
+        },
+    }
+
+
+def _percentiles(ordered: list[int]) -> dict[str, int | None]:
+    out = {f"p{p}": percentile(ordered, p) for p in PERCENTILES}
+    out["max"] = ordered[-1] if ordered else None
+    return out
+
+
+# Rendering
+
+
+def render(summary: dict[str, Any]) -> str:
+    """One plain-text table: a label column and a right-aligned value column."""
+
+    def mean(value: float) -> str:
+        return f"{value:.1f}"
+
+    even = summary["break_even_requests"]
+    percent = summary["saved_percent_of_input"]
+    rows = [
+        ("requests", f"{summary['requests']} ({summary['requests_changed']} changed)"),
+        ("tools per request", mean(summary["tools_per_request"])),
+        (
+            "catalogue tokens before -> after",
+            f"{mean(summary['catalogue_tokens_before'])} -> "
+            f"{mean(summary['catalogue_tokens_after'])}",
+        ),
+        ("tokens saved per request", mean(summary["tokens_saved_per_request"])),
+        ("% of request input tokens", "-" if percent is None else f"{percent:.1f}%"),
+        (
+            f"warm break-even (r={summary['cache_read_multiplier']:g}, "
+            f"w={summary['cache_write_multiplier']:g})",
+            "never" if even is None else f"{even:.1f} requests",
+        ),
+    ]
+    for component, counts in summary["components"].items():
+        reasons = ", ".join(f"{r} {n}" for r, n in counts["skip_reasons"].items())
+        rows.append(
+            (
+                component,
+                f"applied {counts['applied']}, skipped {counts['skipped']}"
+                + (f" ({reasons})" if reasons else "")
+                + f", error {counts['error']}",
+            )
+        )
+    tool_tokens = summary["tool_tokens"]
+    columns = [*(f"p{p}" for p in PERCENTILES), "max"]
+    rows.append(
+        (f"per-tool schema tokens ({tool_tokens['tools']} tools)", _cells(columns)),
+    )
+    for side in ("before", "after"):
+        values = tool_tokens[side]
+        rows.append(
+            (f"  {side}", _cells("-" if values[c] is None else str(values[c]) for c in columns))
+        )
+    width = max(len(label) for label, _ in rows)
+    value_width = max(len(value) for _, value in rows)
+    lines = [summary["file"]]
+    lines += [f"  {label:<{width}}  {value:>{value_width}}" for label, value in rows]
+    return "\n".join(lines)
+
+
+def _cells(values: Iterable[str]) -> str:
+    return " ".join(f"{value:>6}" for value in values)
+
+
+def run_report(
+    files: list[str],
+    pipeline: Pipeline,
+    *,
+    as_json: bool,
+    read_multiplier: float | None,
+    write_multiplier: float | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Replay each file's requests and print one table per file (or one JSON list).
+
+    Exit status 0 when at least one request was read, 2 otherwise or on bad multipliers.
+    """
+    read = DEFAULT_READ_MULTIPLIER if read_multiplier is None else read_multiplier
+    write = DEFAULT_WRITE_MULTIPLIER if write_multiplier is None else write_multiplier
+    if not (math.isfinite(read) and read > 0):
+        print(f"toolslim report: --cache-read-multiplier must be > 0, got {read}", file=err)
+        return 2
+    if not (math.isfinite(write) and write >= 0):
+        print(f"toolslim report: --cache-write-multiplier must be >= 0, got {write}", file=err)
+        return 2
+    replayer = Replayer(pipeline)
+    summaries = []
+    for name in files:
+        requests = read_file(name)
+        if isinstance(requests, str):
+            print(f"toolslim report: skipped {name}: {requests}", file=err)
+            continue
+        if requests.lines_skipped:
+            print(
+                f"toolslim report: {name}: skipped {sum(requests.lines_skipped.values())} "
+                f"line(s): {_reasons(requests.lines_skipped)}",
+                file=err,
+            )
+        stats = FileStats()
+        for body in requests.bodies:
+            replayer.replay(body, stats)
+        summaries.append(summarize(name, stats, read, write, requests.lines_skipped))
+    if not summaries:
+        print(
+            f"toolslim report: no requests read from {len(files)} file(s): "
+            "give --capture JSON Lines or request-body JSON files",
+            file=err,
+        )
+        return 2
+    if as_json:
+        out.write(orjson.dumps(summaries, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        out.write("\n\n".join(render(s) for s in summaries) + "\n")
+    return 0
