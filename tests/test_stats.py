@@ -129,13 +129,13 @@ def mixed_stats() -> tuple[Stats, FakeClock]:
     return stats, clock
 
 
-def test_percentiles_pick_the_sample_at_index_n_times_q_over_100_of_the_sorted_window() -> None:
+def test_percentiles_are_nearest_rank_over_the_sorted_window() -> None:
     h = Histogram((1.0,))
     for value in range(100, 0, -1):  # order of arrival does not matter
         h.observe(float(value))
     snap = h.snapshot()
-    # sorted window [1..100]: index 50 -> 51, index 90 -> 91, index 99 -> 100
-    assert (snap["p50"], snap["p90"], snap["p99"]) == (51.0, 91.0, 100.0)
+    # sorted window [1..100]: the smallest value with q% of samples at or below it
+    assert (snap["p50"], snap["p90"], snap["p99"]) == (50.0, 90.0, 99.0)
 
 
 def test_percentiles_of_a_single_sample_are_that_sample_and_of_none_are_null() -> None:
@@ -150,7 +150,7 @@ def test_percentiles_come_from_the_recent_window_while_buckets_count_everything(
     for value in range(1, 11):
         h.observe(float(value))
     snap = h.snapshot()
-    assert snap["p50"] == 9.0  # window [7, 8, 9, 10], index 2
+    assert snap["p50"] == 8.0  # window [7, 8, 9, 10]: half the samples are <= 8
     assert snap["count"] == 10
     assert snap["buckets"] == [[5.0, 5], ["+Inf", 10]]
 
@@ -298,7 +298,7 @@ def test_request_counters_memo_and_gauges_of_the_mixed_batch() -> None:
     assert snap["usage"]["usage_unavailable"] == 5
     assert snap["uptime_seconds"] == 65
     assert snap["timings"]["proxy_overhead_seconds"]["count"] == 10
-    assert snap["timings"]["upstream_ttfb_seconds"]["p50"] == 1.7
+    assert snap["timings"]["upstream_ttfb_seconds"]["p50"] == 0.9  # 3 of 6 samples <= 0.9
 
 
 def test_a_component_not_configured_still_gets_counted_when_it_reports() -> None:

@@ -54,9 +54,10 @@ class Histogram:
 
 
 def _percentile(ordered: Sequence[float], q: int) -> float | None:
+    """Nearest-rank percentile: the smallest sample with at least q% of samples at or below."""
     if not ordered:
         return None
-    return ordered[min(len(ordered) - 1, (len(ordered) * q) // 100)]
+    return ordered[max(0, -(-len(ordered) * q // 100) - 1)]
 
 
 @dataclass
