@@ -220,7 +220,7 @@ def survey(schema: JSON) -> Survey:
     if found.pointers and embedded_ids:
         # Pointers resolve against the nearest `$id`; where ids are embedded, protect the
         # pointer's path below each of them too (rare, so a second walk with paths).
-        found.resource_roots += [path for path, node in _walk(schema, ()) if "$id" in node][1:]
+        found.resource_roots += [path for path, node in _walk(schema, ()) if path and "$id" in node]
     return found
 
 
