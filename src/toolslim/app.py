@@ -1,0 +1,728 @@
+"""The only importer of aiohttp: `make_app(settings)` builds the proxy, `serve(settings)` runs it.
+
+Each request is routed by path to a configured upstream; its body goes through the pipeline;
+the response is relayed chunk by chunk, untouched; every outcome is counted in one Stats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import importlib
+import logging
+import os
+import re
+import signal
+import time
+import zlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import orjson
+import prometheus_client
+from aiohttp import (
+    ClientConnectorError,
+    ClientError,
+    ClientResponse,
+    ClientSession,
+    ClientTimeout,
+    ConnectionTimeoutError,
+    DummyCookieJar,
+    StreamReader,
+    TCPConnector,
+    web,
+)
+from aiohttp.typedefs import Handler
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
+
+from toolslim import metrics, tokens
+from toolslim.config import Settings, Upstream
+from toolslim.pipeline import ComponentRun, Pipeline, RunReport, count_tokens
+from toolslim.sse import UsageObserver
+from toolslim.stats import Stats
+
+log = logging.getLogger(__name__)
+
+DASHBOARD: Final = Path(__file__).with_name("dashboard")
+# RFC 9110 section 7.6.1: never forwarded, in either direction (plus whatever Connection lists).
+HOP_BY_HOP: Final = frozenset(
+    {"connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"}
+)
+# Request headers rebuilt for the upstream: Host and Content-Length by the client library;
+# Expect was already answered by this server (it has the whole body).
+_REQUEST_REBUILT: Final = HOP_BY_HOP | {"host", "content-length", "expect"}
+# The client library warns on (and tests turn into errors) raw bodies above 1 MiB; those go
+# as one chunk of an async iterable with an explicit Content-Length instead: same bytes.
+_LARGE_BODY: Final = 1 << 20
+_FILE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_CSP: Final = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+class Recorder(Protocol):
+    """Receives each exchange when capture is on (toolslim.capture.Recorder; non-blocking)."""
+
+    def record(self, **exchange: Any) -> None: ...
+
+
+@dataclass(slots=True)
+class Lifecycle:
+    """Whether the server still takes work: /readyz turns 503 once shutdown starts."""
+
+    ready: bool = True
+
+
+SETTINGS: Final = web.AppKey("settings", Settings)
+STATS: Final = web.AppKey("stats", Stats)
+PIPELINE: Final = web.AppKey("pipeline", Pipeline)
+SESSION: Final = web.AppKey("session", ClientSession)
+REGISTRY: Final = web.AppKey("registry", prometheus_client.CollectorRegistry)
+LIFECYCLE: Final = web.AppKey("lifecycle", Lifecycle)
+CAPTURE: Final = web.AppKey[Recorder | None]("capture")
+
+
+def make_app(settings: Settings) -> web.Application:
+    """The proxy application: admin routes, the dashboard, and everything else forwarded."""
+    # The handlers rely on both: request bodies arrive as sent (a gzip body is forwarded
+    # byte-identical unless changed), and a client that goes away cancels its handler at once.
+    app = web.Application(
+        handler_args={"auto_decompress": False, "handler_cancellation": True},
+        middlewares=[_reverse_proxy_only],
+    )
+    pipeline = Pipeline(
+        settings.pipeline, memo_size=settings.memo_size, options=settings.components
+    )
+    stats = Stats(
+        settings.pipeline,
+        cache_read_multiplier=settings.cache_read_multiplier,
+        cache_write_multiplier=settings.cache_write_multiplier,
+        memo_gauges=pipeline.memo_gauges,
+    )
+    app[SETTINGS] = settings
+    app[PIPELINE] = pipeline
+    app[STATS] = stats
+    app[REGISTRY] = metrics.make_registry(stats)
+    app[LIFECYCLE] = Lifecycle()
+    # CAPTURE: wire toolslim.capture.Recorder(settings.capture_dir, settings.capture_max_bytes)
+    # here when settings.capture_dir is set; None records nothing (see the call in _forward).
+    app[CAPTURE] = None
+    app.cleanup_ctx.append(_client_session)
+    app.on_shutdown.append(_not_ready)
+    app.router.add_get("/healthz", _healthz, allow_head=True)
+    app.router.add_get("/readyz", _readyz, allow_head=True)
+    app.router.add_get("/stats", _stats)
+    app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/dashboard", _dashboard)
+    app.router.add_get("/dashboard/", _dashboard)
+    app.router.add_get("/dashboard/{name}", _dashboard)
+    app.router.add_route("*", "/{tail:.*}", _proxy)
+    return app
+
+
+def serve(settings: Settings) -> int:
+    """Run the proxy until SIGTERM/SIGINT, then drain in-flight requests; the exit status."""
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("toolslim").setLevel(settings.log_level.upper())
+    return asyncio.run(_serve(settings))
+
+
+async def _serve(settings: Settings) -> int:
+    runner = web.AppRunner(
+        make_app(settings),
+        handle_signals=False,
+        access_log=None,  # one line per request comes from _finish instead
+        shutdown_timeout=settings.shutdown_grace,
+    )
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, settings.host, settings.port, backlog=1024)
+        await site.start()
+    except OSError as exc:
+        log.error("cannot listen on %s:%s: %s", settings.host, settings.port, exc.strerror)
+        await runner.cleanup()
+        return 1
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    addresses = ", ".join(f"http://{a[0]}:{a[1]}" for a in runner.addresses)
+    log.info(
+        "toolslim listening on %s; pipeline=[%s]; upstreams: %s",
+        addresses,
+        ",".join(settings.pipeline),
+        ", ".join(f"{u.name}={u.url}" for u in settings.upstreams.values()),
+    )
+    await stop.wait()
+    log.info("shutting down: in-flight requests get up to %s s", settings.shutdown_grace)
+    # Stops accepting, runs on_shutdown (/readyz -> 503), waits for handlers up to the grace
+    # period, cancels the rest, then closes the upstream session (cleanup_ctx).
+    await runner.cleanup()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.remove_signal_handler(signum)
+    return 0
+
+
+async def _client_session(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    connector = TCPConnector(limit=0, limit_per_host=settings.pool_size, ttl_dns_cache=300)
+    # sock_connect only: waiting for a pooled connection counts against response_headers,
+    # and the idle gap between chunks is enforced per read in _relay (no sock_read here,
+    # which would also cut the wait for response headers short).
+    timeout = ClientTimeout(total=None, sock_connect=settings.timeouts.connect)
+    async with ClientSession(
+        connector=connector,
+        timeout=timeout,
+        auto_decompress=False,
+        cookie_jar=DummyCookieJar(),  # one session serves every client: never keep cookies
+        skip_auto_headers=("Accept", "Accept-Encoding", "Content-Type", "User-Agent"),
+        trust_env=False,
+    ) as session:
+        app[SESSION] = session
+        yield
+
+
+async def _not_ready(app: web.Application) -> None:
+    app[LIFECYCLE].ready = False
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where a request goes: the upstream, the target appended to its base URL, the API."""
+
+    upstream: Upstream
+    target: str  # raw path and query, prefix stripped
+    api: str  # anthropic | openai-chat | openai-responses | gemini | other
+
+
+def route_request(target: str, headers: Mapping[str, str], settings: Settings) -> Route:
+    """Pick the upstream for an origin-form request target (issue 3's routing table)."""
+    path = target.partition("?")[0]
+    upstreams = settings.upstreams
+    first = path[1:].partition("/")[0]
+    name: str | None = None
+    if first in upstreams:  # /NAME/... picks upstream NAME; the prefix is stripped
+        name = first
+        target = target[len(first) + 1 :]
+        if not target.startswith("/"):
+            target = "/" + target
+        path = target.partition("?")[0]
+    api = _api(path)
+    if name is None:
+        if first in ("v1beta", "v1alpha"):
+            name = "gemini"
+        elif api == "anthropic":
+            name = "anthropic"
+        elif api in ("openai-chat", "openai-responses"):
+            name = "openai"
+        elif first == "v1":
+            anthropic = "anthropic-version" in headers or "x-api-key" in headers
+            name = "anthropic" if anthropic else "openai"
+        else:
+            name = settings.default_upstream
+    if name == "gemini":
+        # Gemini's OpenAI-compatible endpoint answers in OpenAI's shape (usage, errors).
+        api = "openai-chat" if path.endswith("/chat/completions") else "gemini"
+    return Route(upstreams[name], target, api)
+
+
+def _api(path: str) -> str:
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    if path == "/v1/chat/completions":
+        return "openai-chat"
+    if path.startswith("/v1/responses"):
+        return "openai-responses"
+    return "other"
+
+
+@dataclass(slots=True)
+class _Exchange:
+    """One proxied request's accounting, filled in as it goes and counted once in _finish."""
+
+    route: Route
+    method: str
+    path: str  # without the query string: what the log line shows
+    received: float
+    report: RunReport | None = None
+    tokens: asyncio.Future[dict[str, tuple[int, int]]] | None = None
+    status: int = 499  # nginx's "client closed request" until a status is known
+    bytes_in: int = 0
+    bytes_out: int = 0
+    sent: bool = False
+    overhead: float = 0.0
+    observer: UsageObserver | None = None  # set once the response's headers went out
+    disconnected: bool = False
+    failure: str = ""  # upstream error kind, if any
+
+
+@web.middleware
+async def _reverse_proxy_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse forward-proxy requests before routing sees them: never an open proxy."""
+    if request.method == "CONNECT":  # authority-form: matches no route, would be a 404
+        return _refusal(405, "toolslim is a reverse proxy: CONNECT is not supported")
+    if not request.raw_path.startswith("/"):  # absolute-form: GET http://host/ HTTP/1.1
+        return _refusal(400, "toolslim is a reverse proxy: send origin-form paths (/v1/...)")
+    return await handler(request)
+
+
+async def _proxy(request: web.Request) -> web.StreamResponse:
+    received = time.perf_counter()
+    target = request.raw_path
+    route = route_request(target, request.headers, request.app[SETTINGS])
+    exchange = _Exchange(route, request.method, target.partition("?")[0], received)
+    try:
+        return await _forward(request, exchange)
+    except asyncio.CancelledError:
+        exchange.disconnected = True  # handler_cancellation: the client went away
+        raise
+    except Exception:  # the proxy never answers 500 for its own failure
+        log.exception("toolslim failed on %s %s", exchange.method, exchange.path)
+        exchange.failure = exchange.failure or "internal"
+        if exchange.observer is not None:  # headers already sent: cut the stream
+            _abort(request)
+            raise
+        exchange.status = 502
+        return _error(exchange.route, 502, "toolslim failed to forward this request")
+    finally:
+        await _finish(request.app, exchange)
+
+
+async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamResponse:
+    app = request.app
+    settings, pipeline = app[SETTINGS], app[PIPELINE]
+    headers = _end_to_end(request.headers, _REQUEST_REBUILT)
+    limit = settings.max_body_bytes
+    declared = request.content_length
+    overflow = declared is not None and declared > limit
+    body = b""
+    if not overflow:
+        body, overflow = await _read_body(request.content, limit)
+    data: bytes | AsyncIterator[bytes] | None
+    if overflow:
+        exchange.report = pipeline.skip(b"", "too_large")
+        if declared is not None:
+            headers["Content-Length"] = str(declared)
+        data = _passthrough(body, request.content, exchange)
+    elif not body:
+        exchange.report = pipeline.skip(body, "no_body")
+        data = None
+    else:
+        report, forwarded = _transform(body, headers, pipeline, limit)
+        exchange.report = report
+        exchange.bytes_in, exchange.bytes_out = len(body), len(forwarded)
+        for component, message in report.errors:
+            log.warning("component %s failed on %s: %s", component, exchange.path, message)
+        if report.applied:  # tokenizing is slow: off the loop, awaited in _finish
+            exchange.tokens = asyncio.get_running_loop().run_in_executor(
+                None, count_tokens, report, tokens.count_tokens
+            )
+        if (recorder := app[CAPTURE]) is not None:  # CAPTURE: the one call site
+            recorder.record(
+                method=exchange.method,
+                path=exchange.route.target.partition("?")[0],  # queries may hold keys
+                upstream=exchange.route.upstream.name,
+                api=exchange.route.api,
+                body=body,
+                forwarded=forwarded,
+                report=report,
+            )
+        data = forwarded
+        if len(forwarded) > _LARGE_BODY:
+            headers["Content-Length"] = str(len(forwarded))
+            data = _once(forwarded)
+    url = URL(exchange.route.upstream.url + exchange.route.target, encoded=True)
+    sent = time.perf_counter()
+    exchange.overhead = sent - exchange.received
+    exchange.sent = True
+    try:
+        async with asyncio.timeout(settings.timeouts.response_headers):
+            upstream = await app[SESSION].request(
+                exchange.method, url, headers=headers, data=data, allow_redirects=False
+            )
+    except (ClientError, OSError, TimeoutError) as exc:
+        status, kind, message = _translate(exc, exchange.route.upstream.name, settings)
+        app[STATS].record_upstream_error(kind)
+        exchange.failure, exchange.status = kind, status
+        return _error(exchange.route, status, message)
+    app[STATS].observe_ttfb(time.perf_counter() - sent)
+    try:
+        return await _relay(request, upstream, exchange)
+    finally:
+        upstream.close()  # a no-op after a complete read (the connection went back to the pool)
+
+
+def _transform(
+    body: bytes, headers: CIMultiDict[str], pipeline: Pipeline, limit: int
+) -> tuple[RunReport, bytes]:
+    """The pipeline's report on the (decoded) body, and the bytes to forward.
+
+    A changed body goes decoded, without its Content-Encoding; an unchanged one goes as the
+    client sent it.
+    """
+    coding = headers.get("Content-Encoding", "").strip().lower()
+    decoded = body
+    if coding and coding != "identity":
+        decode = _DECODERS.get(coding)
+        if decode is None:
+            return pipeline.skip(body, "undecodable"), body
+        try:
+            decoded = decode(body, limit)
+        except _TooLarge:
+            return pipeline.skip(body, "too_large"), body
+        except Exception:
+            return pipeline.skip(body, "undecodable"), body
+    try:
+        report = pipeline.run(decoded)
+    except Exception as exc:  # run() never raises; if it ever does, the request still goes on
+        runs = tuple(ComponentRun(n, "error", type(exc).__name__) for n in pipeline.names)
+        errors = tuple((n, repr(exc)) for n in pipeline.names)
+        return RunReport(body, runs, errors=errors), body
+    if report.body is decoded:
+        return report, body
+    headers.popall("Content-Encoding", None)
+    return report, report.body
+
+
+async def _relay(
+    request: web.Request, upstream: ClientResponse, exchange: _Exchange
+) -> web.StreamResponse:
+    """Status, headers and the exact bytes as they arrive; a copy of each chunk is observed."""
+    stats, settings = request.app[STATS], request.app[SETTINGS]
+    exchange.status = upstream.status
+    response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+    response.headers.extend(_end_to_end(upstream.headers, HOP_BY_HOP))
+    observer = UsageObserver(
+        exchange.route.api,
+        upstream.headers.get("Content-Type"),
+        upstream.headers.get("Content-Encoding"),
+    )
+    try:
+        await response.prepare(request)
+    except ConnectionError:
+        exchange.disconnected = True
+        return response
+    exchange.observer = observer  # the response reached the client: its usage is counted
+    stats.stream_opened()
+    try:
+        idle = settings.timeouts.idle_chunk
+        spent = 0.0
+        while True:
+            try:
+                async with asyncio.timeout(idle):
+                    chunk = await upstream.content.readany()
+            except (ClientError, OSError, TimeoutError) as exc:
+                # Mid-stream the status is sent: end the client's stream as abruptly as the
+                # upstream's (a clean end would pass a truncated body off as complete).
+                exchange.failure = "timeout" if isinstance(exc, TimeoutError) else "reset"
+                stats.record_upstream_error(exchange.failure)
+                _abort(request)
+                return response
+            if not chunk:
+                break
+            got = time.perf_counter()
+            try:
+                await response.write(chunk)
+            except ConnectionError:
+                exchange.disconnected = True
+                return response
+            observer.feed(chunk)
+            spent += time.perf_counter() - got
+        exchange.overhead += spent
+        try:
+            await response.write_eof()
+        except ConnectionError:
+            exchange.disconnected = True
+        return response
+    finally:
+        stats.stream_closed()
+
+
+async def _finish(app: web.Application, exchange: _Exchange) -> None:
+    """Count the exchange once: pipeline + request together, so the totals always agree."""
+    stats = app[STATS]
+    counted: dict[str, tuple[int, int]] = {}
+    if exchange.tokens is not None:
+        try:
+            counted = await asyncio.shield(exchange.tokens)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("token counting failed: %r", exc)
+    if exchange.disconnected:
+        stats.record_client_disconnect()
+    if exchange.report is None:  # the client went away before its body was read
+        return
+    stats.record_pipeline(exchange.report)
+    stats.record_request(
+        upstream=exchange.route.upstream.name,
+        api=exchange.route.api,
+        status=exchange.status,
+        bytes_in=exchange.bytes_in,
+        bytes_out=exchange.bytes_out,
+    )
+    saved = stats.record_tokens(counted) if counted else 0
+    if exchange.observer is not None:
+        stats.record_usage(exchange.observer.finish(), saved)
+    if exchange.sent:
+        stats.observe_overhead(exchange.overhead)
+    if log.isEnabledFor(logging.INFO):
+        log.info(
+            "%s %s upstream=%s api=%s status=%s in=%dB out=%dB pipeline=%s overhead_ms=%.2f%s",
+            exchange.method,
+            exchange.path,
+            exchange.route.upstream.name,
+            exchange.route.api,
+            exchange.status,
+            exchange.bytes_in,
+            exchange.bytes_out,
+            ",".join(_outcome(run) for run in exchange.report.runs) or "-",
+            exchange.overhead * 1000,
+            (f" upstream_error={exchange.failure}" if exchange.failure else "")
+            + (" client_disconnect" if exchange.disconnected else ""),
+        )
+
+
+def _outcome(run: ComponentRun) -> str:
+    if run.outcome == "applied":
+        return f"{run.component}=applied/-{run.bytes_saved}B"
+    return f"{run.component}={run.outcome}/{run.reason}"
+
+
+def _translate(exc: BaseException, upstream: str, settings: Settings) -> tuple[int, str, str]:
+    """The one boundary: (status, error kind, message) for a failure before response headers.
+
+    Messages name the cause, never a URL, an address, a header or a key.
+    """
+    if isinstance(exc, ConnectionTimeoutError):
+        wait = settings.timeouts.connect
+        why = f"timed out connecting to the {upstream} upstream ({wait:g} s)"
+        return 504, "timeout", f"toolslim {why}"
+    if isinstance(exc, TimeoutError):
+        wait = settings.timeouts.response_headers
+        why = f"sent no response headers within {wait:g} s"
+        return 504, "timeout", f"the {upstream} upstream {why}"
+    if isinstance(exc, ClientConnectorError):
+        # os_error's text may name the address; its errno does not.
+        code = exc.os_error.errno
+        why = os.strerror(code).lower() if code else type(exc.os_error).__name__
+        return 502, "connect", f"toolslim could not connect to the {upstream} upstream ({why})"
+    why = f"failed before a response ({type(exc).__name__})"
+    return 502, "reset", f"the connection to the {upstream} upstream {why}"
+
+
+def _error(route: Route, status: int, message: str) -> web.Response:
+    """An error in the shape of the API the client called."""
+    shape = route.api if route.api != "other" else route.upstream.name
+    body: dict[str, Any]
+    if shape == "anthropic":
+        body = {"type": "error", "error": {"type": "api_error", "message": message}}
+    elif shape == "gemini":
+        grpc = "DEADLINE_EXCEEDED" if status == 504 else "UNAVAILABLE"
+        body = {"error": {"code": status, "message": message, "status": grpc}}
+    else:
+        code = "upstream_timeout" if status == 504 else "upstream_unavailable"
+        body = {
+            "error": {"message": message, "type": "upstream_error", "param": None, "code": code}
+        }
+    return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
+
+
+def _refusal(status: int, message: str) -> web.Response:
+    body = {"error": {"message": message, "type": "invalid_request_error"}}
+    return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
+
+
+def _abort(request: web.Request) -> None:
+    if (transport := request.transport) is not None:
+        transport.close()
+
+
+def _end_to_end(headers: CIMultiDictProxy[str], drop: frozenset[str]) -> CIMultiDict[str]:
+    """The headers minus hop-by-hop ones: `drop`, Proxy-*, and those Connection names."""
+    listed = {t.strip().lower() for v in headers.getall("Connection", ()) for t in v.split(",")}
+    kept: CIMultiDict[str] = CIMultiDict()
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower in drop or lower in listed or lower.startswith("proxy-"):
+            continue
+        kept.add(name, value)
+    return kept
+
+
+async def _read_body(content: StreamReader, limit: int) -> tuple[bytes, bool]:
+    """The whole body, or its first bytes and True once it is longer than `limit`."""
+    parts: list[bytes] = []
+    size = 0
+    while chunk := await content.readany():
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(parts), True
+    return b"".join(parts), False
+
+
+async def _passthrough(
+    head: bytes, content: StreamReader, exchange: _Exchange
+) -> AsyncIterator[bytes]:
+    """A body too large to transform: what was read, then the rest as it arrives, untouched."""
+    if head:
+        exchange.bytes_in = exchange.bytes_out = len(head)
+        yield head
+    async for chunk in content.iter_any():
+        exchange.bytes_in = exchange.bytes_out = exchange.bytes_in + len(chunk)
+        yield chunk
+
+
+async def _once(body: bytes) -> AsyncIterator[bytes]:
+    yield body
+
+
+class _TooLarge(Exception):
+    """The decoded body would exceed max_body_bytes."""
+
+
+def _inflate(wbits: int, members: bool) -> Callable[[bytes, int], bytes]:
+    def decode(data: bytes, limit: int) -> bytes:
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            inflater = zlib.decompressobj(wbits)
+            part = inflater.decompress(data, limit + 1 - size)
+            size += len(part)
+            parts.append(part)
+            if size > limit or inflater.unconsumed_tail:
+                raise _TooLarge
+            if not inflater.eof:
+                raise ValueError("truncated")
+            data = inflater.unused_data
+            if not data:
+                return b"".join(parts)
+            if not members:  # gzip may hold several members (RFC 1952 section 2.2)
+                raise ValueError("trailing data")
+
+    return decode
+
+
+def _deflate(data: bytes, limit: int) -> bytes:
+    # "deflate" is zlib-wrapped (RFC 9110 section 8.4.1.2), but some clients send it raw.
+    try:
+        return _inflate(zlib.MAX_WBITS, False)(data, limit)
+    except zlib.error:
+        return _inflate(-zlib.MAX_WBITS, False)(data, limit)
+
+
+def _optional_decoders() -> dict[str, Callable[[bytes, int], bytes]]:
+    decoders: dict[str, Callable[[bytes, int], bytes]] = {}
+    try:
+        brotli: Any = importlib.import_module("brotli")
+    except ImportError:
+        pass
+    else:
+
+        def unbrotli(data: bytes, limit: int) -> bytes:
+            decompressor = brotli.Decompressor()
+            out: bytes = decompressor.process(data, output_buffer_limit=limit + 1)
+            if len(out) > limit or not decompressor.can_accept_more_data():
+                raise _TooLarge
+            if not decompressor.is_finished():
+                raise ValueError("truncated")
+            return out
+
+        decoders["br"] = unbrotli
+    try:
+        zstandard: Any = importlib.import_module("zstandard")
+    except ImportError:
+        pass
+    else:
+
+        def unzstd(data: bytes, limit: int) -> bytes:
+            # Bounded first (a small body can expand enormously), then checked frame by
+            # frame: the bounded reader accepts a truncated frame without complaint.
+            reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
+            out: bytes = reader.read(limit + 1)
+            if len(out) > limit:
+                raise _TooLarge
+            while data:
+                frame = zstandard.ZstdDecompressor().decompressobj()
+                frame.decompress(data)
+                if not frame.eof:
+                    raise ValueError("truncated")
+                data = frame.unused_data
+            return out
+
+        decoders["zstd"] = unzstd
+    return decoders
+
+
+_DECODERS: Final[Mapping[str, Callable[[bytes, int], bytes]]] = {
+    "gzip": _inflate(16 + zlib.MAX_WBITS, True),
+    "x-gzip": _inflate(16 + zlib.MAX_WBITS, True),
+    "deflate": _deflate,
+    **_optional_decoders(),
+}
+
+
+def _authorized(request: web.Request) -> bool:
+    token = request.app[SETTINGS].admin_token
+    if token is None:
+        return True
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode("utf-8", "surrogateescape"), token.encode()
+    )
+
+
+def _unauthorized() -> web.Response:
+    return web.json_response(
+        {"error": "this endpoint requires Authorization: Bearer <admin_token>"},
+        status=401,
+        headers={"WWW-Authenticate": 'Bearer realm="toolslim"'},
+    )
+
+
+def _json(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "alive"}, dumps=_json)
+
+
+async def _readyz(request: web.Request) -> web.Response:
+    if request.app[LIFECYCLE].ready:
+        return web.json_response({"status": "ready"}, dumps=_json)
+    return web.json_response({"status": "shutting_down"}, status=503, dumps=_json)
+
+
+async def _stats(request: web.Request) -> web.Response:
+    if not _authorized(request):
+        return _unauthorized()
+    snapshot = request.app[STATS].snapshot()
+    return web.json_response(snapshot, dumps=_json, headers={"Cache-Control": "no-store"})
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    if not _authorized(request):
+        return _unauthorized()
+    body = prometheus_client.generate_latest(request.app[REGISTRY])
+    headers = {"Content-Type": prometheus_client.CONTENT_TYPE_LATEST, "Cache-Control": "no-store"}
+    return web.Response(body=body, headers=headers)
+
+
+async def _dashboard(request: web.Request) -> web.StreamResponse:
+    """The static dashboard: public (it holds no data; its script needs the token for /stats)."""
+    name = request.match_info.get("name", "index.html")
+    path = DASHBOARD / name
+    if not _FILE_NAME.fullmatch(name) or not path.is_file():
+        raise web.HTTPNotFound()
+    headers = {
+        "Cache-Control": "no-cache",
+        "Content-Security-Policy": _CSP,
+        "X-Content-Type-Options": "nosniff",
+    }
+    return web.FileResponse(path, headers=headers)
