@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from toolslim import envelope
+from toolslim import budget, defs, envelope
 from toolslim.envelope import Outcome
 from toolslim.schema import JSON, ToolSchema
 
@@ -99,6 +99,8 @@ def skipped_report(body: bytes, names: Sequence[str], reason: str) -> RunReport:
 
 # The registry: a literal table name -> factory(options). Order here is not pipeline order.
 KNOWN: dict[str, Callable[[Mapping[str, Any]], Component]] = {
+    "toolbudget": budget.make,
+    "tooldefs": defs.make,
     "toolschema": lambda options: ToolSchema(),
 }
 # Named in the wider design, not built yet: naming one is an error, never a silent no-op.
