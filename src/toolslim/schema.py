@@ -7,6 +7,7 @@ and never enters instance data (`const`, `default`, `enum`, `examples`) or unkno
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -276,6 +277,13 @@ class _Plan:
             for end in range(1, len(pointer) + 1)
         )
 
+    def keeping_dialects(self) -> _Plan:
+        """This plan for the schemas below a `$schema` that stays: a `$schema` there goes
+        only if its subschema would then be read as 2020-12, so none of them may."""
+        inner = copy.copy(self)
+        inner.drop_schema = frozenset()
+        return inner
+
 
 class ToolSchema:
     """The `toolschema` component: strips annotations by position, losslessly."""
@@ -312,6 +320,8 @@ def _strip(
         ]
         if drop and path is not None:
             drop = [key for key in drop if (*path, key) not in plan.protected]
+        if plan.drop_schema and "$schema" in node and "$schema" not in drop:
+            plan = plan.keeping_dialects()
     changed: dict[str, JSON] = {}
     for key in _HOLDS_SUBSCHEMAS.intersection(node):
         value = node[key]
