@@ -999,6 +999,52 @@ async def test_capture_is_off_by_default(proxy: Proxy) -> None:
     assert server.app[STATS].requests == 0
 
 
+async def test_capture_records_each_request_redacted_and_both_bodies(
+    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    server = await proxy(capture_dir=str(tmp_path))
+    body = dumps(ANTHROPIC)
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    url = raw_url(server, f"/v1beta/models/m:generateContent?key={KEY}&alt=sse")
+    async with client.post(server.make_url("/v1/messages"), data=body, headers=headers) as r:
+        await r.read()
+    async with client.post(url, data=dumps(GEMINI)) as response:
+        await response.read()
+    assert server.app is not None
+    recorder = server.app[CAPTURE]
+    assert recorder is not None
+    recorder.close()  # flushes the writer thread
+    files = list(tmp_path.glob("toolslim-capture-*.jsonl"))
+    raw = b"".join(f.read_bytes() for f in files)
+    assert KEY.encode() not in raw
+    lines = [json.loads(line) for line in raw.splitlines()]
+    assert [line["path"] for line in lines] == [
+        "/v1/messages",
+        "/v1beta/models/m:generateContent",
+    ]
+    first = lines[0]
+    assert first["headers"]["x-api-key"] == "[redacted]"
+    assert first["body"] == body.decode()
+    assert json.loads(first["forwarded"])["tools"][0]["input_schema"] == COMPACT_SCHEMA
+    assert "alt=sse" in lines[1]["query"] and KEY not in lines[1]["query"]
+
+
+async def test_a_catalogue_seen_again_is_counted_with_the_same_tokens_saved(
+    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    server = await proxy()
+    for count in (1, 2, 3):
+        async with client.post(server.make_url("/v1/messages"), data=dumps(ANTHROPIC)) as r:
+            await r.read()
+        snapshot = await stats_of(client, server, total_is(count))
+        saved = snapshot["components"]["toolschema"]["tokens_saved"]
+        if count == 1:
+            first = saved
+            assert first > 0
+        assert saved == first * count
+    assert snapshot["memo"] == {"hits": 2, "misses": 1, "size": 1, "capacity": 256}
+
+
 # --- graceful shutdown (a real `serve` process and a real SIGTERM) ---------------------------
 
 

@@ -18,7 +18,7 @@ import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import orjson
 import prometheus_client
@@ -38,9 +38,9 @@ from aiohttp.typedefs import Handler
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from toolslim import metrics, tokens
+from toolslim import capture, metrics, tokens
 from toolslim.config import Settings, Upstream
-from toolslim.pipeline import ComponentRun, Pipeline, RunReport, count_tokens
+from toolslim.pipeline import ComponentRun, Pipeline, RunReport, cached_tokens, count_tokens
 from toolslim.sse import UsageObserver
 from toolslim.stats import Stats
 
@@ -64,12 +64,6 @@ _CSP: Final = (
 )
 
 
-class Recorder(Protocol):
-    """Receives each exchange when capture is on (toolslim.capture.Recorder; non-blocking)."""
-
-    def record(self, **exchange: Any) -> None: ...
-
-
 @dataclass(slots=True)
 class Lifecycle:
     """Whether the server still takes work: /readyz turns 503 once shutdown starts."""
@@ -83,7 +77,7 @@ PIPELINE: Final = web.AppKey("pipeline", Pipeline)
 SESSION: Final = web.AppKey("session", ClientSession)
 REGISTRY: Final = web.AppKey("registry", prometheus_client.CollectorRegistry)
 LIFECYCLE: Final = web.AppKey("lifecycle", Lifecycle)
-CAPTURE: Final = web.AppKey[Recorder | None]("capture")
+CAPTURE: Final = web.AppKey[capture.Recorder | None]("capture")
 
 
 def make_app(settings: Settings) -> web.Application:
@@ -108,9 +102,10 @@ def make_app(settings: Settings) -> web.Application:
     app[STATS] = stats
     app[REGISTRY] = metrics.make_registry(stats)
     app[LIFECYCLE] = Lifecycle()
-    # CAPTURE: wire toolslim.capture.Recorder(settings.capture_dir, settings.capture_max_bytes)
-    # here when settings.capture_dir is set; None records nothing (see the call in _forward).
     app[CAPTURE] = None
+    if settings.capture_dir is not None:  # None records nothing (see the call in _forward)
+        app[CAPTURE] = capture.Recorder(settings.capture_dir, max_bytes=settings.capture_max_bytes)
+        app.on_cleanup.append(_close_capture)
     app.cleanup_ctx.append(_client_session)
     app.on_shutdown.append(_not_ready)
     app.router.add_get("/healthz", _healthz, allow_head=True)
@@ -186,6 +181,11 @@ async def _client_session(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
+async def _close_capture(app: web.Application) -> None:
+    if (recorder := app[CAPTURE]) is not None:
+        await asyncio.get_running_loop().run_in_executor(None, recorder.close)
+
+
 async def _not_ready(app: web.Application) -> None:
     app[LIFECYCLE].ready = False
 
@@ -250,6 +250,7 @@ class _Exchange:
     received: float
     report: RunReport | None = None
     tokens: asyncio.Future[dict[str, tuple[int, int]]] | None = None
+    counted: dict[str, tuple[int, int]] | None = None  # known at once on a counted memo hit
     status: int = 499  # nginx's "client closed request" until a status is known
     bytes_in: int = 0
     bytes_out: int = 0
@@ -312,24 +313,29 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
         exchange.report = pipeline.skip(body, "no_body")
         data = None
     else:
-        report, forwarded = _transform(body, headers, pipeline, limit)
+        report, forwarded = _transform(body, headers, pipeline, limit, exchange.route.api)
         exchange.report = report
         exchange.bytes_in, exchange.bytes_out = len(body), len(forwarded)
         for component, message in report.errors:
             log.warning("component %s failed on %s: %s", component, exchange.path, message)
-        if report.applied:  # tokenizing is slow: off the loop, awaited in _finish
-            exchange.tokens = asyncio.get_running_loop().run_in_executor(
-                None, count_tokens, report, tokens.count_tokens
-            )
-        if (recorder := app[CAPTURE]) is not None:  # CAPTURE: the one call site
-            recorder.record(
+        if report.applied:
+            # A catalogue counted before is known at once; a new one is tokenized off the
+            # loop while the request goes upstream, and awaited in _finish.
+            exchange.counted = cached_tokens(report)
+            if exchange.counted is None:
+                exchange.tokens = asyncio.get_running_loop().run_in_executor(
+                    None, count_tokens, report, tokens.count_tokens
+                )
+        if (recorder := app[CAPTURE]) is not None:
+            path, _, query = exchange.route.target.partition("?")
+            recorder.record(  # non-blocking; it redacts credentials in headers and query
                 method=exchange.method,
-                path=exchange.route.target.partition("?")[0],  # queries may hold keys
+                path=path,
+                query=query,
                 upstream=exchange.route.upstream.name,
-                api=exchange.route.api,
+                headers=request.headers,
                 body=body,
                 forwarded=forwarded,
-                report=report,
             )
         data = forwarded
         if len(forwarded) > _LARGE_BODY:
@@ -357,7 +363,7 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
 
 
 def _transform(
-    body: bytes, headers: CIMultiDict[str], pipeline: Pipeline, limit: int
+    body: bytes, headers: CIMultiDict[str], pipeline: Pipeline, limit: int, api: str
 ) -> tuple[RunReport, bytes]:
     """The pipeline's report on the (decoded) body, and the bytes to forward.
 
@@ -377,7 +383,7 @@ def _transform(
         except Exception:
             return pipeline.skip(body, "undecodable"), body
     try:
-        report = pipeline.run(decoded)
+        report = pipeline.run(decoded, api)
     except Exception as exc:  # run() never raises; if it ever does, the request still goes on
         runs = tuple(ComponentRun(n, "error", type(exc).__name__) for n in pipeline.names)
         errors = tuple((n, repr(exc)) for n in pipeline.names)
@@ -445,7 +451,7 @@ async def _relay(
 async def _finish(app: web.Application, exchange: _Exchange) -> None:
     """Count the exchange once: pipeline + request together, so the totals always agree."""
     stats = app[STATS]
-    counted: dict[str, tuple[int, int]] = {}
+    counted = exchange.counted or {}
     if exchange.tokens is not None:
         try:
             counted = await asyncio.shield(exchange.tokens)

@@ -77,6 +77,10 @@ class Entry:
         self._tokens: tuple[int, ...] | None = None
         self._lock = threading.Lock()
 
+    def cached_token_counts(self) -> tuple[int, ...] | None:
+        """The stage token counts if already counted, without waiting or counting."""
+        return self._tokens
+
     def token_counts(self, count: Callable[[bytes], int]) -> tuple[int, ...]:
         """Tokens of each canonical stage (input, then after each component), counted once.
 

@@ -50,6 +50,8 @@ class TokenCounts(Protocol):
 
     def token_counts(self, count: Callable[[bytes], int]) -> tuple[int, ...]: ...
 
+    def cached_token_counts(self) -> tuple[int, ...] | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class AppliedCatalogue:
@@ -81,9 +83,22 @@ class RunReport:
 
 def count_tokens(report: RunReport, count: Callable[[bytes], int]) -> dict[str, tuple[int, int]]:
     """Tokens before/after per component for one request; blocking, so run it off the loop."""
+    return _token_totals(report, [c.stages.token_counts(count) for c in report.applied])
+
+
+def cached_tokens(report: RunReport) -> dict[str, tuple[int, int]] | None:
+    """`count_tokens` without counting: None unless every catalogue was counted before."""
+    counts = [c.stages.cached_token_counts() for c in report.applied]
+    if any(c is None for c in counts):
+        return None
+    return _token_totals(report, counts)  # type: ignore[arg-type]
+
+
+def _token_totals(
+    report: RunReport, stage_counts: Sequence[tuple[int, ...]]
+) -> dict[str, tuple[int, int]]:
     totals: dict[str, tuple[int, int]] = {}
-    for catalogue in report.applied:
-        counts = catalogue.stages.token_counts(count)
+    for catalogue, counts in zip(report.applied, stage_counts, strict=True):
         for index, name in enumerate(catalogue.components):
             if not catalogue.applied[index]:
                 continue
