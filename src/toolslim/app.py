@@ -58,6 +58,7 @@ _REQUEST_REBUILT: Final = HOP_BY_HOP | {"host", "content-length", "expect"}
 # as one chunk of an async iterable with an explicit Content-Length instead: same bytes.
 _LARGE_BODY: Final = 1 << 20
 _FILE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_CAPTURE_FILES: Final = 8  # capture_max_bytes bounds the directory: 8 files, each 1/8 of it
 _CSP: Final = (
     "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
     "script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -104,7 +105,11 @@ def make_app(settings: Settings) -> web.Application:
     app[LIFECYCLE] = Lifecycle()
     app[CAPTURE] = None
     if settings.capture_dir is not None:  # None records nothing (see the call in _forward)
-        app[CAPTURE] = capture.Recorder(settings.capture_dir, max_bytes=settings.capture_max_bytes)
+        app[CAPTURE] = capture.Recorder(
+            settings.capture_dir,
+            max_bytes=max(1, settings.capture_max_bytes // _CAPTURE_FILES),
+            keep_files=_CAPTURE_FILES,
+        )
         app.on_cleanup.append(_close_capture)
     app.cleanup_ctx.append(_client_session)
     app.on_shutdown.append(_not_ready)
