@@ -1,0 +1,241 @@
+"""Tests for toolslim.pipeline: component names fail at start-up, the runner fails open, and the
+RunReport says per component what happened, with tokens counted on canonical bytes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from toolslim import envelope
+from toolslim.catalog import serialize
+from toolslim.envelope import parse_catalogue
+from toolslim.pipeline import (
+    KNOWN,
+    PLANNED,
+    Component,
+    ComponentRun,
+    Pipeline,
+    RunReport,
+    UnknownComponent,
+    check_names,
+    count_tokens,
+    skipped_report,
+)
+from toolslim.schema import ToolSchema
+from toolslim.tokens import count_tokens as count
+
+SCHEMA = (
+    b'{"type":"object","title":"ReadInput","properties":{"file_path":{"type":"string",'
+    b'"title":"File Path","description":"Absolute path to the file"}},"required":["file_path"]}'
+)
+BODY = b'{"model":"m","messages":[],"tools":[{"name":"Read","input_schema":' + SCHEMA + b"}]}"
+
+
+def run(body: bytes, **kwargs: Any) -> RunReport:
+    return Pipeline(["toolschema"], **kwargs).run(body)
+
+
+# Names
+
+
+def test_toolschema_is_a_known_component() -> None:
+    assert "toolschema" in KNOWN
+    component: Component = KNOWN["toolschema"]({})
+    assert component.name == "toolschema"
+    assert isinstance(component, ToolSchema)
+
+
+def test_an_unknown_name_fails_naming_it_and_the_known_ones() -> None:
+    with pytest.raises(UnknownComponent) as caught:
+        Pipeline(["toolschema", "shrink"])
+    message = str(caught.value)
+    assert "'shrink'" in message
+    assert "toolschema" in message
+
+
+@pytest.mark.parametrize("name", PLANNED)
+def test_a_planned_but_unbuilt_name_fails_rather_than_doing_nothing(name: str) -> None:
+    with pytest.raises(UnknownComponent, match="not implemented yet"):
+        check_names([name])
+
+
+def test_a_name_given_twice_fails() -> None:
+    with pytest.raises(UnknownComponent, match="named twice"):
+        check_names(["toolschema", "toolschema"])
+
+
+def test_the_empty_pipeline_passes_the_body_through() -> None:
+    report = Pipeline([]).run(BODY)
+    assert report.body is BODY
+    assert report.runs == ()
+    assert not report.changed(BODY)
+
+
+# Reports
+
+
+def test_an_applied_run_reports_tools_removed_keywords_and_bytes() -> None:
+    report = run(BODY)
+    assert report.changed(BODY)
+    (component,) = report.runs
+    assert component == ComponentRun(
+        "toolschema",
+        "applied",
+        None,
+        tools_seen=1,
+        tools_changed=1,
+        removed={"title": 2},
+        bytes_before=len(BODY) - len(b'{"model":"m","messages":[],"tools":}'),
+        bytes_after=len(report.body) - len(b'{"model":"m","messages":[],"tools":}'),
+    )
+    assert component.bytes_saved == len(BODY) - len(report.body)
+    assert (report.memo_hits, report.memo_misses) == (0, 1)
+    assert len(report.applied) == 1
+
+
+def test_a_skipped_body_is_the_very_same_object_with_its_reason() -> None:
+    body = b'{"model":"m"}'
+    report = run(body)
+    assert report.body is body
+    assert not report.changed(body)
+    assert report.runs == (ComponentRun("toolschema", "skipped", "no_tools"),)
+    assert report.applied == ()
+
+
+def test_the_second_request_with_the_same_catalogue_is_a_memo_hit() -> None:
+    pipeline = Pipeline(["toolschema"])
+    first = pipeline.run(BODY)
+    second = pipeline.run(BODY.replace(b'"messages":[]', b'"messages":[{"role":"user"}]'))
+    assert (second.memo_hits, second.memo_misses) == (1, 0)
+    assert second.runs == first.runs
+    assert pipeline.memo_gauges() == (1, 256)
+
+
+def test_runs_are_summed_over_the_catalogues_of_one_request() -> None:
+    strip = b'[{"type":"function","name":"a","parameters":' + SCHEMA + b"}]"
+    canonical = b'[{"name":"b","parameters":{"type":"object"},"type":"function"}]'
+    body = (
+        b'{"tools":' + strip + b',"input":[{"type":"additional_tools","tools":' + canonical + b"}]}"
+    )
+    report = Pipeline(["toolschema"]).run(body, api="openai-responses")
+    (component,) = report.runs
+    assert component.outcome == "applied"
+    assert (component.tools_seen, component.tools_changed) == (2, 1)
+    assert component.removed == {"title": 2}
+    assert component.bytes_before == len(strip)  # only the catalogue that was adopted
+    assert (report.memo_hits, report.memo_misses) == (0, 2)
+    assert len(report.applied) == 1
+
+
+def test_a_catalogue_skip_reason_reaches_the_report() -> None:
+    body = b'{"tools":[{"name":"a","input_schema":{"type":"string","type":"number"}}]}'
+    assert run(body).runs == (ComponentRun("toolschema", "skipped", "duplicate_keys"),)
+
+
+def test_an_error_inside_compact_is_reported_per_component(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*args: Any) -> Any:
+        raise KeyError("x")
+
+    monkeypatch.setattr(envelope, "_locate", broken)
+    report = run(BODY)
+    assert report.body is BODY
+    assert report.runs == (ComponentRun("toolschema", "error", "KeyError"),)
+    assert report.errors == (("toolschema", "KeyError"),)
+
+
+def test_the_runner_itself_failing_still_returns_the_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("runner")
+
+    monkeypatch.setattr(envelope, "compact", broken)
+    report = run(BODY)
+    assert report.body is BODY
+    assert report.runs == (ComponentRun("toolschema", "error", "RuntimeError"),)
+    assert report.errors == (("toolschema", "RuntimeError: runner"),)
+
+
+def test_a_component_error_is_logged_once_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(schema: Any, tool_name: str | None) -> tuple[Any, Counter[str]]:
+        raise ValueError("bad schema")
+
+    pipeline = Pipeline(["toolschema"])
+    monkeypatch.setattr(pipeline, "_rewrites", (explode,))
+    report = pipeline.run(BODY)
+    assert report.body is BODY
+    assert report.runs[0].outcome == "error"
+    assert report.runs[0].reason == "ValueError"
+    assert report.errors == (("toolschema", "ValueError: bad schema"),)
+
+
+def test_skip_reports_every_component_with_the_reason() -> None:
+    report = skipped_report(BODY, ["toolschema"], "too_large")
+    assert report.body is BODY
+    assert report.runs == (ComponentRun("toolschema", "skipped", "too_large"),)
+    assert Pipeline(["toolschema"]).skip(BODY, "too_large") == report
+
+
+# Tokens
+
+
+def test_tokens_are_counted_before_and_after_on_canonical_bytes() -> None:
+    report = run(BODY)
+    tokens = count_tokens(report, count)
+    before, after = tokens["toolschema"]
+    assert before > after > 0
+    head = len(b'{"model":"m","messages":[],"tools":')
+    assert before == count(serialize(parse_catalogue(BODY[head:-1])))
+    assert after == count(report.body[head:-1])
+
+
+def test_a_pretty_printed_catalogue_with_nothing_to_strip_saves_zero_tokens() -> None:
+    body = b'{"tools": [\n  {\n    "name": "a",\n    "input_schema": {"type": "object"}\n  }\n]}'
+    report = run(body)
+    (component,) = report.runs
+    assert component.outcome == "applied"
+    assert component.removed == {}
+    assert component.tools_changed == 0
+    assert component.bytes_after < component.bytes_before
+    before, after = count_tokens(report, count)["toolschema"]
+    assert before == after > 0
+
+
+def test_tokens_are_counted_once_per_catalogue() -> None:
+    calls: list[bytes] = []
+
+    def counting(text: bytes) -> int:
+        calls.append(text)
+        return len(text)
+
+    pipeline = Pipeline(["toolschema"])
+    first = count_tokens(pipeline.run(BODY), counting)
+    second = count_tokens(pipeline.run(BODY), counting)
+    assert first == second
+    assert len(calls) == 2  # stage 0 and stage 1 of the one memoized catalogue
+
+
+def test_a_skipped_request_counts_no_tokens() -> None:
+    assert count_tokens(run(b'{"model":"m"}'), count) == {}
+
+
+def test_token_counting_never_touches_the_network() -> None:
+    code = (
+        "import socket\n"
+        "def refuse(*a, **k):\n"
+        "    raise OSError('network used')\n"
+        "socket.socket = refuse\n"
+        "socket.create_connection = refuse\n"
+        "socket.getaddrinfo = refuse\n"
+        "from toolslim.tokens import count_tokens\n"
+        "print(count_tokens(b'hello world'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == 2
