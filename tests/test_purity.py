@@ -1,0 +1,63 @@
+"""The pure rooms import without aiohttp or prometheus_client: both are blocked in a fresh
+interpreter before the import, so any import of them, however indirect, fails."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+PURE = ["schema", "catalog", "envelope", "pipeline", "stats", "sse", "compact", "tokens"]
+
+BLOCKED_IMPORT = """
+import sys
+sys.modules["aiohttp"] = None
+sys.modules["prometheus_client"] = None
+import importlib
+importlib.import_module("toolslim." + sys.argv[1])
+leaked = sorted(
+    name for name, module in sys.modules.items()
+    if module is not None and name.split(".")[0] in ("aiohttp", "prometheus_client")
+)
+assert not leaked, leaked
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_a_pure_module_imports_with_aiohttp_and_prometheus_client_blocked(module: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", BLOCKED_IMPORT, module],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok\n"
+
+
+def test_blocking_works_so_the_check_can_fail() -> None:
+    code = 'import sys\nsys.modules["aiohttp"] = None\nimport aiohttp\n'
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode != 0
+    assert "ModuleNotFoundError" in result.stderr
+
+
+def test_the_compact_command_runs_with_aiohttp_and_prometheus_client_blocked() -> None:
+    code = (
+        "import sys\n"
+        'sys.modules["aiohttp"] = None\n'
+        'sys.modules["prometheus_client"] = None\n'
+        "from toolslim.cli import main\n"
+        "sys.exit(main(['compact', '--pipeline', 'toolschema', '-']))\n"
+    )
+    body = b'{"tools":[{"name":"a","input_schema":{"title":"x","type":"object"}}]}'
+    result = subprocess.run(
+        [sys.executable, "-c", code], input=body, capture_output=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b'{"tools":[{"input_schema":{"type":"object"},"name":"a"}]}'
