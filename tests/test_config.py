@@ -246,6 +246,21 @@ def test_options_for_an_unknown_component_are_an_error(tmp_path: Path) -> None:
     assert "components" in message and "'dedup'" in message
 
 
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("components: {toolbudget: {budget: 3}}\n", "'budget'"),
+        ("components: {toolbudget: {budget_bytes: -5}}\n", "-5"),
+        ("components: {tooldefs: {depth: 2}}\n", "'depth'"),
+    ],
+)
+def test_bad_options_are_an_error_even_for_a_component_not_in_the_pipeline(
+    tmp_path: Path, text: str, named: str
+) -> None:
+    message = error(tmp_path, "pipeline: [toolschema]\n" + text)
+    assert "components" in message and named in message
+
+
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "proxy.internal"])
 def test_non_loopback_host_without_admin_token_is_refused_saying_why(host: str) -> None:
     message = error(Path("."), flags={"host": host})

@@ -281,6 +281,17 @@ def test_component_counters_sum_applied_runs_and_removed_keywords() -> None:
     assert c["tokens_saved"] == 5 * 3_900
 
 
+def test_a_rewrite_that_was_not_adopted_counts_as_seen_but_removed_nothing() -> None:
+    stats = Stats(["toolschema"])
+    not_smaller = ComponentRun(
+        "toolschema", "skipped", "not_smaller", tools_seen=3, tools_changed=1, removed={"title": 1}
+    )
+    stats.record_pipeline(RunReport(b"{}", (not_smaller,)))
+    c = stats.snapshot()["components"]["toolschema"]
+    assert (c["tools_seen"], c["tools_changed"], c["removed"]) == (3, 0, {})
+    assert c["skip_reasons"] == {"not_smaller": 1}
+
+
 def test_request_counters_memo_and_gauges_of_the_mixed_batch() -> None:
     stats, _ = mixed_stats()
     snap = stats.snapshot()

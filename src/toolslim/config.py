@@ -421,6 +421,10 @@ def _components(item: _Raw) -> Mapping[str, Mapping[str, Any]]:
             raise ConfigError(
                 f"{item.origin}: options of {name!r} must be a mapping, got {options!r}"
             )
+        try:  # options are checked even for a component not in the pipeline (a typo'd key)
+            pipeline.KNOWN[name](options)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{item.origin} (components.{name}): {exc}") from None
         result[name] = MappingProxyType(dict(options))
     return MappingProxyType(result)
 

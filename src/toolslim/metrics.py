@@ -152,7 +152,8 @@ def _component_families(components: Mapping[str, Mapping[str, Any]]) -> list[Met
     )
     removed = _counter_family(
         "toolslim_component_removed",
-        "Schema keywords removed, by keyword name.",
+        "What a component removed in adopted rewrites, by name: keywords (toolschema), "
+        "definitions (tooldefs), per-step counts (toolbudget); see docs/components.md.",
         "component",
         "keyword",
     )

@@ -173,8 +173,9 @@ class Stats:
             else:
                 counters.error += 1
             counters.tools_seen += run.tools_seen
-            counters.tools_changed += run.tools_changed
-            counters.removed.update(run.removed)
+            if run.outcome == "applied":  # a rewrite that was not adopted removed nothing
+                counters.tools_changed += run.tools_changed
+                counters.removed.update(run.removed)
 
     def record_tokens(self, tokens: dict[str, tuple[int, int]]) -> int:
         """Catalogue tokens before/after per component for one request; returns tokens saved."""
