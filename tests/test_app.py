@@ -309,7 +309,8 @@ async def stats_of(
 
 
 def total_is(count: int) -> Callable[[dict[str, Any]], bool]:
-    return lambda s: bool(s["requests"]["total"] >= count)
+    """`count` requests counted, their catalogue tokens included (those are counted later)."""
+    return lambda s: s["requests"]["total"] >= count and s["requests"]["tokens_pending"] == 0
 
 
 def assert_components_agree(snapshot: dict[str, Any]) -> None:

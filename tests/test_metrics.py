@@ -102,6 +102,7 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
         req["bytes_forwarded"],
     )
     put("requests.active_streams", one("toolslim_active_streams"), req["active_streams"])
+    put("requests.tokens_pending", one("toolslim_token_counts_pending"), req["tokens_pending"])
     put(
         "requests.client_disconnects",
         one("toolslim_client_disconnects_total"),

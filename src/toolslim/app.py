@@ -16,7 +16,7 @@ import signal
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -41,7 +41,7 @@ from yarl import URL
 from toolslim import capture, metrics, tokens
 from toolslim.config import Settings, Upstream
 from toolslim.pipeline import ComponentRun, Pipeline, RunReport, cached_tokens, count_tokens
-from toolslim.sse import UsageObserver
+from toolslim.sse import Usage, UsageObserver
 from toolslim.stats import Stats
 
 log = logging.getLogger(__name__)
@@ -67,9 +67,11 @@ _CSP: Final = (
 
 @dataclass(slots=True)
 class Lifecycle:
-    """Whether the server still takes work: /readyz turns 503 once shutdown starts."""
+    """Whether the server still takes work (/readyz turns 503 once shutdown starts), and the
+    token counts still running: owned here, awaited on cleanup, never fire-and-forget."""
 
     ready: bool = True
+    counting: set[asyncio.Future[dict[str, tuple[int, int]]]] = field(default_factory=set)
 
 
 SETTINGS: Final = web.AppKey("settings", Settings)
@@ -112,6 +114,7 @@ def make_app(settings: Settings) -> web.Application:
         )
         app.on_cleanup.append(_close_capture)
     app.cleanup_ctx.append(_client_session)
+    app.on_cleanup.append(_counted)
     app.on_shutdown.append(_not_ready)
     app.router.add_get("/healthz", _healthz, allow_head=True)
     app.router.add_get("/readyz", _readyz, allow_head=True)
@@ -189,6 +192,12 @@ async def _client_session(app: web.Application) -> AsyncIterator[None]:
 async def _close_capture(app: web.Application) -> None:
     if (recorder := app[CAPTURE]) is not None:
         await asyncio.get_running_loop().run_in_executor(None, recorder.close)
+
+
+async def _counted(app: web.Application) -> None:
+    """Let the token counts still running land in the stats before the process ends."""
+    if pending := app[LIFECYCLE].counting:
+        await asyncio.wait(pending, timeout=10)
 
 
 async def _not_ready(app: web.Application) -> None:
@@ -295,7 +304,7 @@ async def _proxy(request: web.Request) -> web.StreamResponse:
         exchange.status = 502
         return _error(exchange.route, 502, "toolslim failed to forward this request")
     finally:
-        await _finish(request.app, exchange)
+        _finish(request.app, exchange)
 
 
 async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamResponse:
@@ -325,7 +334,7 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
             log.warning("component %s failed on %s: %s", component, exchange.path, message)
         if report.applied:
             # A catalogue counted before is known at once; a new one is tokenized off the
-            # loop while the request goes upstream, and awaited in _finish.
+            # loop while the request goes upstream, and recorded when done (see _finish).
             exchange.counted = cached_tokens(report)
             if exchange.counted is None:
                 exchange.tokens = asyncio.get_running_loop().run_in_executor(
@@ -453,17 +462,14 @@ async def _relay(
         stats.stream_closed()
 
 
-async def _finish(app: web.Application, exchange: _Exchange) -> None:
-    """Count the exchange once: pipeline + request together, so the totals always agree."""
+def _finish(app: web.Application, exchange: _Exchange) -> None:
+    """Count the exchange once: pipeline + request together, so the totals always agree.
+
+    Synchronous on purpose: a client that hangs up right after the last byte cancels the
+    handler, and nothing here can be interrupted. Tokens still being counted are recorded
+    by `_tokens_counted` when they are done.
+    """
     stats = app[STATS]
-    counted = exchange.counted or {}
-    if exchange.tokens is not None:
-        try:
-            counted = await asyncio.shield(exchange.tokens)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("token counting failed: %r", exc)
     if exchange.disconnected:
         stats.record_client_disconnect()
     if exchange.report is None:  # the client went away before its body was read
@@ -476,9 +482,19 @@ async def _finish(app: web.Application, exchange: _Exchange) -> None:
         bytes_in=exchange.bytes_in,
         bytes_out=exchange.bytes_out,
     )
-    saved = stats.record_tokens(counted) if counted else 0
-    if exchange.observer is not None:
-        stats.record_usage(exchange.observer.finish(), saved)
+    responded = exchange.observer is not None
+    usage = exchange.observer.finish() if exchange.observer is not None else None
+    if exchange.tokens is None:
+        saved = stats.record_tokens(exchange.counted) if exchange.counted else 0
+        if responded:
+            stats.record_usage(usage, saved)
+    else:
+        counting = app[LIFECYCLE].counting
+        counting.add(exchange.tokens)
+        stats.tokens_counting()
+        exchange.tokens.add_done_callback(
+            lambda done: _tokens_counted(app, done, usage if responded else _NO_RESPONSE)
+        )
     if exchange.sent:
         stats.observe_overhead(exchange.overhead)
     if log.isEnabledFor(logging.INFO):
@@ -496,6 +512,27 @@ async def _finish(app: web.Application, exchange: _Exchange) -> None:
             (f" upstream_error={exchange.failure}" if exchange.failure else "")
             + (" client_disconnect" if exchange.disconnected else ""),
         )
+
+
+_NO_RESPONSE: Final = object()  # the response never reached the client: no usage to count
+
+
+def _tokens_counted(
+    app: web.Application, done: asyncio.Future[dict[str, tuple[int, int]]], usage: object
+) -> None:
+    """Record one request's catalogue tokens (and its usage, which needs them) once counted."""
+    app[LIFECYCLE].counting.discard(done)
+    stats = app[STATS]
+    stats.tokens_counted()
+    counted: dict[str, tuple[int, int]] = {}
+    if not done.cancelled():
+        if (exc := done.exception()) is not None:
+            log.warning("token counting failed: %r", exc)
+        else:
+            counted = done.result()
+    saved = stats.record_tokens(counted) if counted else 0
+    if usage is not _NO_RESPONSE:
+        stats.record_usage(usage if isinstance(usage, Usage) else None, saved)
 
 
 def _outcome(run: ComponentRun) -> str:

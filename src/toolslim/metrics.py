@@ -85,6 +85,11 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
         _gauge(
             "toolslim_active_streams", "Responses being relayed right now.", req["active_streams"]
         ),
+        _gauge(
+            "toolslim_token_counts_pending",
+            "Requests whose catalogue tokens are still being counted off the request path.",
+            req["tokens_pending"],
+        ),
         _counter(
             "toolslim_client_disconnects",
             "Clients that went away before the response ended.",

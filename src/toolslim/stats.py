@@ -119,6 +119,7 @@ class Stats:
         self.bytes_received = 0
         self.bytes_forwarded = 0
         self.active_streams = 0
+        self.tokens_pending = 0  # requests whose catalogue tokens are still being counted
         self.client_disconnects = 0
         self.upstream_errors: Counter[str] = Counter({k: 0 for k in UPSTREAM_ERROR_KINDS})
         self.memo_hits = 0
@@ -216,6 +217,13 @@ class Stats:
     def record_client_disconnect(self) -> None:
         self.client_disconnects += 1
 
+    def tokens_counting(self) -> None:
+        """A request's catalogue tokens are being counted off the loop (see record_tokens)."""
+        self.tokens_pending += 1
+
+    def tokens_counted(self) -> None:
+        self.tokens_pending -= 1
+
     def stream_opened(self) -> None:
         self.active_streams += 1
 
@@ -252,6 +260,7 @@ class Stats:
                 "bytes_received": self.bytes_received,
                 "bytes_forwarded": self.bytes_forwarded,
                 "active_streams": self.active_streams,
+                "tokens_pending": self.tokens_pending,
                 "client_disconnects": self.client_disconnects,
                 "upstream_errors": dict(sorted(self.upstream_errors.items())),
             },
