@@ -7,7 +7,6 @@ and never enters instance data (`const`, `default`, `enum`, `examples`) or unkno
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -171,8 +170,8 @@ def decode_pointer(reference: str) -> tuple[str, ...] | None:
 
 # Every keyword that can hold a subschema, for one C-speed set intersection per node.
 _HOLDS_SUBSCHEMAS = SUBSCHEMA_MAPS | SUBSCHEMA | SUBSCHEMA_LISTS | {DEPENDENCIES}
-# Keywords `_strip` may remove: annotations always, `$id`/`$schema` when the plan says so.
-_MAYBE_REMOVED = ANNOTATIONS | {"$id", "$schema"}
+# Keywords `_strip` may remove: annotations always, `$id` when the plan says so.
+_MAYBE_REMOVED = ANNOTATIONS | {"$id"}
 
 
 class Survey:
@@ -259,7 +258,7 @@ class _Plan:
 
     def __init__(self, found: Survey) -> None:
         self.drop_ids = not found.references
-        # Dialects whose `$schema` may go: none while references resolve against it.
+        # Dialects whose root `$schema` may go: none while references resolve against it.
         self.drop_schema = (
             frozenset()
             if found.references
@@ -277,13 +276,6 @@ class _Plan:
             for end in range(1, len(pointer) + 1)
         )
 
-    def keeping_dialects(self) -> _Plan:
-        """This plan for the schemas below a `$schema` that stays: a `$schema` there goes
-        only if its subschema would then be read as 2020-12, so none of them may."""
-        inner = copy.copy(self)
-        inner.drop_schema = frozenset()
-        return inner
-
 
 class ToolSchema:
     """The `toolschema` component: strips annotations by position, losslessly."""
@@ -297,7 +289,14 @@ class ToolSchema:
             return schema, removed
         plan = _Plan(survey(schema))
         path = () if plan.protected else None
-        return _strip(schema, plan, path, removed), removed
+        out = _strip(schema, plan, path, removed)
+        # Only the root's `$schema` goes: it names the dialect the providers assume anyway.
+        # A nested one sets its subschema's dialect for any reader (jsonschema switches
+        # there), and what dropping it would leave depends on the reader: it stays.
+        if "$schema" in out and dialect(out["$schema"]) in plan.drop_schema:
+            removed["$schema"] += 1
+            out = {k: v for k, v in out.items() if k != "$schema"}
+        return out, removed
 
 
 def _strip(
@@ -313,15 +312,10 @@ def _strip(
         drop = []
     else:
         drop = [
-            key
-            for key in _MAYBE_REMOVED.intersection(node)
-            if key in ANNOTATIONS
-            or (plan.drop_ids if key == "$id" else dialect(node[key]) in plan.drop_schema)
+            key for key in _MAYBE_REMOVED.intersection(node) if key in ANNOTATIONS or plan.drop_ids
         ]
         if drop and path is not None:
             drop = [key for key in drop if (*path, key) not in plan.protected]
-        if plan.drop_schema and "$schema" in node and "$schema" not in drop:
-            plan = plan.keeping_dialects()
     changed: dict[str, JSON] = {}
     for key in _HOLDS_SUBSCHEMAS.intersection(node):
         value = node[key]
