@@ -542,7 +542,7 @@ def test_every_byte_outside_the_catalogue_stays(case: tuple[bytes, int, int, lis
     if out is not body:
         assert out[:start] == body[:start]
         assert out[len(out) - (len(body) - end) :] == body[end:]
-        catalogue = orjson.loads(out[start : len(out) - (len(body) - end)])
+        catalogue = json.loads(out[start : len(out) - (len(body) - end)])  # big ints stay ints
         expected = [
             {**tool, "input_schema": ToolSchema().rewrite(tool["input_schema"], None)[0]}
             for tool in tools

@@ -92,19 +92,21 @@ def schema_children(before: dict[str, Any], after: dict[str, Any]) -> list[tuple
     return pairs
 
 
-def positional_removals(before: Any, after: Any) -> Counter[str]:
-    """Keys removed, by name, after checking that only schema-position annotations went."""
+def positional_removals(before: Any, after: Any, root: bool = True) -> Counter[str]:
+    """Keys removed, by name, after checking that only schema-position annotations went (and
+    `$schema` only from the root: below it, it declares an embedded dialect)."""
     removed: Counter[str] = Counter()
     if not isinstance(before, dict):
         assert ordered(after) == ordered(before)
         return removed
     assert isinstance(after, dict)
     gone = [key for key in before if key not in after]
-    assert set(gone) <= MAYBE_REMOVED, f"removed non-annotations {set(gone) - MAYBE_REMOVED}"
+    allowed = MAYBE_REMOVED if root else MAYBE_REMOVED - {"$schema"}
+    assert set(gone) <= allowed, f"removed {set(gone) - allowed}"
     assert list(after) == [key for key in before if key in after], "key order changed"
     removed.update(gone)
     for old, new in schema_children(before, after):
-        removed += positional_removals(old, new)
+        removed += positional_removals(old, new, root=False)
     return removed
 
 
