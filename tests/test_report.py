@@ -391,3 +391,18 @@ def test_every_json_key_is_documented(small_capture: Path) -> None:
     [result] = report_json(small_capture)
     keys = {*result, *result["tool_tokens"]} - {"before", "after"}
     assert [key for key in sorted(keys) if f"`{key}`" not in docs] == []
+
+
+def test_with_toolbudget_the_per_tool_tokens_are_shown_with_and_without_it() -> None:
+    capture = COMMITTED[0].parent / "claude-code.anthropic.json"
+    budget = Pipeline(
+        ["toolschema", "toolbudget"], options={"toolbudget": {"budget_bytes": 600}}
+    )
+    [with_budget] = report_json(capture, pipeline=budget)
+    [lossless] = report_json(capture, pipeline=Pipeline(["toolschema"]))
+    tools = with_budget["tool_tokens"]
+    assert tools["after_without_toolbudget"] == lossless["tool_tokens"]["after"]
+    assert tools["after"]["max"] < tools["after_without_toolbudget"]["max"]
+    assert "after_without_toolbudget" not in lossless["tool_tokens"]
+    code, out, _ = report(capture, pipeline=budget)
+    assert code == 0 and "after without toolbudget" in out

@@ -43,6 +43,7 @@ REQUEST_KEYS = frozenset(
 )
 CAPTURE_VERSION = 1
 _WS = b" \t\r\n"
+LOSSY = "toolbudget"  # the one component that changes what the model is told
 
 
 def break_even(
@@ -183,6 +184,7 @@ class FileStats:
     input_tokens: int = 0
     tool_before: list[int] = field(default_factory=list)
     tool_after: list[int] = field(default_factory=list)
+    tool_after_lossless: list[int] = field(default_factory=list)  # without toolbudget
     outcomes: dict[str, Counter[str]] = field(default_factory=dict)
     skip_reasons: dict[str, Counter[str]] = field(default_factory=dict)
 
@@ -193,6 +195,10 @@ class Replayer:
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
         self._measured: dict[bytes, Measured] = {}
+        # toolbudget is lossy: the report shows per-tool tokens with and without it.
+        self.lossless: Pipeline | None = None
+        if LOSSY in pipeline.names:
+            self.lossless = Pipeline([n for n in pipeline.names if n != LOSSY])
 
     def replay(self, body: bytes, stats: FileStats) -> None:
         output, report, tokens = self._run(body)
@@ -216,6 +222,10 @@ class Replayer:
             outputs = [self._measure(c) for c in catalogues(_document(output))]
         for measured in outputs:
             stats.tool_after += measured.tool_tokens
+        if self.lossless is not None:
+            lossless = self.lossless.run(body).body
+            for catalogue in catalogues(_document(lossless)):
+                stats.tool_after_lossless += self._measure(catalogue).tool_tokens
 
     def _run(self, body: bytes) -> tuple[bytes, RunReport, dict[str, tuple[int, int]]]:
         if not body.strip(_WS):
@@ -326,6 +336,11 @@ def summarize(
             "tools": len(before_sorted),
             "before": _percentiles(before_sorted),
             "after": _percentiles(after_sorted),
+            **(
+                {f"after_without_{LOSSY}": _percentiles(sorted(stats.tool_after_lossless))}
+                if stats.tool_after_lossless
+                else {}
+            ),
         },
         "components": {
             component: {
@@ -387,10 +402,13 @@ def render(summary: dict[str, Any]) -> str:
     rows.append(
         (f"per-tool schema tokens ({tool_tokens['tools']} tools)", _cells(columns)),
     )
-    for side in ("before", "after"):
+    for side in ("before", "after", f"after_without_{LOSSY}"):
+        if side not in tool_tokens:
+            continue
         values = tool_tokens[side]
+        label = side.replace("_", " ")
         rows.append(
-            (f"  {side}", _cells("-" if values[c] is None else str(values[c]) for c in columns))
+            (f"  {label}", _cells("-" if values[c] is None else str(values[c]) for c in columns))
         )
     width = max(len(label) for label, _ in rows)
     value_width = max(len(value) for _, value in rows)
