@@ -39,6 +39,7 @@ _STRUCTURAL = re.compile(rb'["\[\]{}]')
 _SCALAR = re.compile(rb"[^\s,\]}]+")
 _PREFIX = 64  # bytes of a catalogue that index it for the memo-hit byte comparison
 _MAX_CANDIDATES = 64  # `"tools":` keys the hit path looks at before it hands over
+_TAIL_WINDOW = 64 * 1024  # bytes after a catalogue the reverse search looks through
 
 
 class DuplicateKey(ValueError):
@@ -132,6 +133,10 @@ class Memo:
             if not keys:
                 del self._by_prefix[old.raw[:_PREFIX]]
 
+    def most_recent(self) -> Entry | None:
+        """The entry used last: a session sends the same catalogue on every turn."""
+        return next(reversed(self._entries.values()), None)
+
     def match_at(self, body: bytes, start: int) -> Entry | None:
         """The memoized catalogue whose exact bytes stand in `body` at `start`, if any."""
         for key in self._by_prefix.get(body[start : start + _PREFIX], ()):
@@ -212,6 +217,9 @@ def _memo_hit(body: bytes, memo: Memo, nested: bool) -> list[tuple[int, Entry, b
     """
     if not len(memo) or (nested and _ADDITIONAL_TOOLS in body):
         return None
+    recent = memo.most_recent()
+    if recent is not None and (found := _recent_hit(body, recent)) is not None:
+        return found
     later: list[int] = []
     for key_start, value_start in _key_candidates_reversed(body, _TOOLS_KEY):
         if len(later) >= _MAX_CANDIDATES:
@@ -226,6 +234,43 @@ def _memo_hit(body: bytes, memo: Memo, nested: bool) -> list[tuple[int, Entry, b
                 return [(value_start, entry, True)]
         later.append(key_start)
     return None
+
+
+def _recent_hit(body: bytes, entry: Entry) -> list[tuple[int, Entry, bool]] | None:
+    """The same proof as `_memo_hit`, found by searching for the most recent catalogue's own
+    bytes: its last bytes near the end of the body (agents send `tools` after the
+    transcript), else its first bytes from the start. Reverse search is slow in CPython, so
+    it only runs over a window at the end."""
+    raw = entry.raw
+    if len(raw) < _PREFIX:
+        return None
+    window = max(0, len(body) - len(raw) - _TAIL_WINDOW)
+    end = body.rfind(raw[-_PREFIX:], window)
+    value_start = end + _PREFIX - len(raw) if end != -1 else body.find(raw[:_PREFIX])
+    if value_start < 0 or not body.startswith(raw, value_start):
+        return None
+    colon = _skip_ws_back(body, value_start - 1)
+    key_start = _skip_ws_back(body, colon - 1) + 1 - len(_TOOLS_KEY)
+    if key_start < 0 or _value_after_key(body, key_start, len(_TOOLS_KEY)) != value_start:
+        return None
+    if not body.startswith(_TOOLS_KEY, key_start):
+        return None
+    value_end = value_start + len(raw)
+    at = body.find(_TOOLS_KEY, value_end)
+    while at != -1:
+        if _value_after_key(body, at, len(_TOOLS_KEY)) is not None:
+            return None  # a later `"tools"` key: the general search decides
+        at = body.find(_TOOLS_KEY, at + 1)
+    if _top_level_member(body, key_start, value_end) is not False:
+        return None
+    return [(value_start, entry, True)]
+
+
+def _skip_ws_back(body: bytes, at: int) -> int:
+    """The last index at or before `at` that is not JSON whitespace (-1 if none)."""
+    while at >= 0 and body[at] in _WS:
+        at -= 1
+    return at
 
 
 def _key_candidates_reversed(body: bytes, key: bytes) -> Iterator[tuple[int, int]]:

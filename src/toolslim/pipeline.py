@@ -5,6 +5,7 @@ Must not import aiohttp or prometheus_client: HTTP wraps this from outside.
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -158,6 +159,10 @@ class Pipeline:
         self.names = tuple(names)
         self.components = tuple(KNOWN[n](options.get(n, {})) for n in self.names)
         self.memo = envelope.Memo(memo_size)
+        # Report parts per memo entry, dropped with the entry when the memo evicts it.
+        self._parts: weakref.WeakKeyDictionary[envelope.Entry, _ReportParts] = (
+            weakref.WeakKeyDictionary()
+        )
         self._rewrites = tuple(c.rewrite for c in self.components)
 
     def memo_gauges(self) -> tuple[int, int]:
@@ -190,24 +195,14 @@ class Pipeline:
                 runs = tuple(ComponentRun(n, "error", kind) for n in self.names)
                 return RunReport(result.body, runs, errors=tuple((n, kind) for n in self.names))
             return skipped_report(result.body, self.names, result.reason)
-        runs = tuple(
-            _combine(name, [entry.runs[index] for entry, _ in result.catalogues])
-            for index, name in enumerate(self.names)
-        )
-        applied = tuple(
-            AppliedCatalogue(
-                entry,
-                self.names,
-                tuple(run.outcome == "applied" for run in entry.runs),
-            )
-            for entry, _ in result.catalogues
-            if entry.output is not None
-        )
-        errors = tuple(
-            (self.names[index], message)
-            for entry, _ in result.catalogues
-            for index, message in entry.errors
-        )
+        entries = [entry for entry, _ in result.catalogues]
+        if len(entries) == 1:  # the usual request: its parts are the same every turn
+            parts = self._parts.get(entries[0])
+            if parts is None:
+                parts = self._parts[entries[0]] = self._report_parts(entries)
+        else:
+            parts = self._report_parts(entries)
+        runs, applied, errors = parts
         hits = sum(1 for _, hit in result.catalogues if hit)
         return RunReport(
             result.body,
@@ -217,6 +212,27 @@ class Pipeline:
             applied=applied,
             errors=errors,
         )
+
+    def _report_parts(self, entries: Sequence[envelope.Entry]) -> _ReportParts:
+        """What a request's report says about its catalogues (pure in the entries)."""
+        runs = tuple(
+            _combine(name, [entry.runs[index] for entry in entries])
+            for index, name in enumerate(self.names)
+        )
+        applied = tuple(
+            AppliedCatalogue(entry, self.names, tuple(r.outcome == "applied" for r in entry.runs))
+            for entry in entries
+            if entry.output is not None
+        )
+        errors = tuple(
+            (self.names[index], message) for entry in entries for index, message in entry.errors
+        )
+        return runs, applied, errors
+
+
+_ReportParts = tuple[
+    tuple[ComponentRun, ...], tuple[AppliedCatalogue, ...], tuple[tuple[str, str], ...]
+]
 
 
 def _combine(name: str, runs: Sequence[envelope.CatalogueRun]) -> ComponentRun:
