@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -1044,6 +1045,39 @@ async def test_a_catalogue_seen_again_is_counted_with_the_same_tokens_saved(
             assert first > 0
         assert saved == first * count
     assert snapshot["memo"] == {"hits": 2, "misses": 1, "size": 1, "capacity": 256}
+
+
+async def test_a_flood_of_new_catalogues_is_tokenized_within_a_bound_and_the_rest_is_said(
+    upstream: FakeUpstream,
+    proxy: Proxy,
+    client: aiohttp.ClientSession,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolslim import tokens
+    from toolslim.app import MAX_COUNTING
+
+    gate = threading.Event()  # the token counter is stuck until the flood has been sent
+
+    def slow_count(text: bytes | str) -> int:
+        gate.wait(10)
+        return len(text)
+
+    monkeypatch.setattr(tokens, "count_tokens", slow_count)
+    server = await proxy()
+    flood = MAX_COUNTING + 6
+    for index in range(flood):
+        catalogue = [{"name": f"tool_{index}", "description": "d", "input_schema": SCHEMA}]
+        body = dumps({**ANTHROPIC, "tools": catalogue})
+        async with client.post(server.make_url("/v1/messages"), data=body) as response:
+            await response.read()
+    snapshot = await stats_of(client, server, lambda s: s["requests"]["total"] >= flood)
+    requests = snapshot["requests"]
+    assert (requests["tokens_pending"], requests["tokens_skipped"]) == (MAX_COUNTING, 6)
+    assert snapshot["components"]["toolschema"]["applied"] == flood  # bytes are all counted
+    gate.set()
+    snapshot = await stats_of(client, server, total_is(flood))
+    assert snapshot["requests"]["tokens_pending"] == 0
+    assert snapshot["components"]["toolschema"]["tokens_saved"] > 0
 
 
 # --- graceful shutdown (a real `serve` process and a real SIGTERM) ---------------------------

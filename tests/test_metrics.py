@@ -104,6 +104,11 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
     put("requests.active_streams", one("toolslim_active_streams"), req["active_streams"])
     put("requests.tokens_pending", one("toolslim_token_counts_pending"), req["tokens_pending"])
     put(
+        "requests.tokens_skipped",
+        one("toolslim_token_counts_skipped_total"),
+        req["tokens_skipped"],
+    )
+    put(
         "requests.client_disconnects",
         one("toolslim_client_disconnects_total"),
         req["client_disconnects"],

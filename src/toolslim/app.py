@@ -7,6 +7,7 @@ the response is relayed chunk by chunk, untouched; every outcome is counted in o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import importlib
 import logging
@@ -16,6 +17,7 @@ import signal
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -58,6 +60,7 @@ _REQUEST_REBUILT: Final = HOP_BY_HOP | {"host", "content-length", "expect"}
 # as one chunk of an async iterable with an explicit Content-Length instead: same bytes.
 _LARGE_BODY: Final = 1 << 20
 _FILE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+MAX_COUNTING: Final = 64  # token counts queued at once; beyond, a request is not tokenized
 _CAPTURE_FILES: Final = 8  # capture_max_bytes bounds the directory: 8 files, each 1/8 of it
 _CSP: Final = (
     "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
@@ -72,6 +75,11 @@ class Lifecycle:
 
     ready: bool = True
     counting: set[asyncio.Future[dict[str, tuple[int, int]]]] = field(default_factory=set)
+    # One thread tokenizes: new catalogues are rare in real sessions, and under a flood of
+    # them a bounded backlog (MAX_COUNTING) keeps memory flat instead of queueing forever.
+    counter: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="toolslim-tokens")
+    )
 
 
 SETTINGS: Final = web.AppKey("settings", Settings)
@@ -196,8 +204,10 @@ async def _close_capture(app: web.Application) -> None:
 
 async def _counted(app: web.Application) -> None:
     """Let the token counts still running land in the stats before the process ends."""
-    if pending := app[LIFECYCLE].counting:
+    lifecycle = app[LIFECYCLE]
+    if pending := lifecycle.counting:
         await asyncio.wait(pending, timeout=10)
+    lifecycle.counter.shutdown(wait=False, cancel_futures=True)
 
 
 async def _not_ready(app: web.Application) -> None:
@@ -336,10 +346,20 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
             # A catalogue counted before is known at once; a new one is tokenized off the
             # loop while the request goes upstream, and recorded when done (see _finish).
             exchange.counted = cached_tokens(report)
-            if exchange.counted is None:
+            lifecycle = app[LIFECYCLE]
+            if exchange.counted is not None:
+                pass
+            elif len(lifecycle.counting) < MAX_COUNTING:
                 exchange.tokens = asyncio.get_running_loop().run_in_executor(
-                    None, count_tokens, report, tokens.count_tokens
+                    lifecycle.counter,
+                    count_tokens,
+                    dataclasses.replace(report, body=b""),  # the body is not needed there
+                    tokens.count_tokens,
                 )
+                lifecycle.counting.add(exchange.tokens)
+                app[STATS].tokens_counting()
+            else:
+                app[STATS].record_tokens_skipped()
         if (recorder := app[CAPTURE]) is not None:
             path, _, query = exchange.route.target.partition("?")
             recorder.record(  # non-blocking; it redacts credentials in headers and query
@@ -489,9 +509,6 @@ def _finish(app: web.Application, exchange: _Exchange) -> None:
         if responded:
             stats.record_usage(usage, saved)
     else:
-        counting = app[LIFECYCLE].counting
-        counting.add(exchange.tokens)
-        stats.tokens_counting()
         exchange.tokens.add_done_callback(
             lambda done: _tokens_counted(app, done, usage if responded else _NO_RESPONSE)
         )

@@ -85,6 +85,11 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
         _gauge(
             "toolslim_active_streams", "Responses being relayed right now.", req["active_streams"]
         ),
+        _counter(
+            "toolslim_token_counts_skipped",
+            "Requests whose catalogue tokens were not counted because the counter was busy.",
+            req["tokens_skipped"],
+        ),
         _gauge(
             "toolslim_token_counts_pending",
             "Requests whose catalogue tokens are still being counted off the request path.",

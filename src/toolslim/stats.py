@@ -120,6 +120,7 @@ class Stats:
         self.bytes_forwarded = 0
         self.active_streams = 0
         self.tokens_pending = 0  # requests whose catalogue tokens are still being counted
+        self.tokens_skipped = 0  # requests whose tokens were not counted: the counter was full
         self.client_disconnects = 0
         self.upstream_errors: Counter[str] = Counter({k: 0 for k in UPSTREAM_ERROR_KINDS})
         self.memo_hits = 0
@@ -224,6 +225,11 @@ class Stats:
     def tokens_counted(self) -> None:
         self.tokens_pending -= 1
 
+    def record_tokens_skipped(self) -> None:
+        """A request whose new catalogue was not tokenized: too many counts were queued.
+        Its bytes are counted; its tokens are not (token totals are then a lower bound)."""
+        self.tokens_skipped += 1
+
     def stream_opened(self) -> None:
         self.active_streams += 1
 
@@ -261,6 +267,7 @@ class Stats:
                 "bytes_forwarded": self.bytes_forwarded,
                 "active_streams": self.active_streams,
                 "tokens_pending": self.tokens_pending,
+                "tokens_skipped": self.tokens_skipped,
                 "client_disconnects": self.client_disconnects,
                 "upstream_errors": dict(sorted(self.upstream_errors.items())),
             },
