@@ -395,9 +395,7 @@ def test_every_json_key_is_documented(small_capture: Path) -> None:
 
 def test_with_toolbudget_the_per_tool_tokens_are_shown_with_and_without_it() -> None:
     capture = COMMITTED[0].parent / "claude-code.anthropic.json"
-    budget = Pipeline(
-        ["toolschema", "toolbudget"], options={"toolbudget": {"budget_bytes": 600}}
-    )
+    budget = Pipeline(["toolschema", "toolbudget"], options={"toolbudget": {"budget_bytes": 600}})
     [with_budget] = report_json(capture, pipeline=budget)
     [lossless] = report_json(capture, pipeline=Pipeline(["toolschema"]))
     tools = with_budget["tool_tokens"]
