@@ -3,6 +3,7 @@ RunReport says per component what happened, with tokens counted on canonical byt
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections import Counter
@@ -239,3 +240,20 @@ def test_token_counting_never_touches_the_network() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) == 2
+
+
+def test_memory_is_bounded_by_the_memo_entries_evicted_ones_are_freed() -> None:
+    import gc
+
+    from toolslim import envelope
+
+    pipeline = Pipeline(["toolschema"], memo_size=8)
+    for index in range(100):
+        schema = {"type": "object", "title": "T", "properties": {"a": {"title": "A"}}}
+        tools = [{"name": f"tool_{index}", "description": "d" * 200, "input_schema": schema}]
+        body = json.dumps({"model": "m", "messages": [], "tools": tools}).encode()
+        pipeline.run(body)
+        pipeline.run(body)  # a hit: its report parts are cached on the entry
+    gc.collect()
+    alive = [o for o in gc.get_objects() if isinstance(o, envelope.Entry)]
+    assert len(alive) == 8

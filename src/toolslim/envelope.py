@@ -19,7 +19,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 
@@ -77,6 +77,9 @@ class Entry:
         self._rewrites = tuple(rewrites)
         self._tokens: tuple[int, ...] | None = None
         self._lock = threading.Lock()
+        # What the pipeline reports for this catalogue, computed once and stored here so it
+        # lives and dies with the entry (a side table keyed by the entry would keep it alive).
+        self.report_parts: Any = None
 
     def cached_token_counts(self) -> tuple[int, ...] | None:
         """The stage token counts if already counted, without waiting or counting."""

@@ -5,7 +5,6 @@ Must not import aiohttp or prometheus_client: HTTP wraps this from outside.
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -159,10 +158,6 @@ class Pipeline:
         self.names = tuple(names)
         self.components = tuple(KNOWN[n](options.get(n, {})) for n in self.names)
         self.memo = envelope.Memo(memo_size)
-        # Report parts per memo entry, dropped with the entry when the memo evicts it.
-        self._parts: weakref.WeakKeyDictionary[envelope.Entry, _ReportParts] = (
-            weakref.WeakKeyDictionary()
-        )
         self._rewrites = tuple(c.rewrite for c in self.components)
 
     def memo_gauges(self) -> tuple[int, int]:
@@ -197,9 +192,9 @@ class Pipeline:
             return skipped_report(result.body, self.names, result.reason)
         entries = [entry for entry, _ in result.catalogues]
         if len(entries) == 1:  # the usual request: its parts are the same every turn
-            parts = self._parts.get(entries[0])
+            parts = entries[0].report_parts
             if parts is None:
-                parts = self._parts[entries[0]] = self._report_parts(entries)
+                parts = entries[0].report_parts = self._report_parts(entries)
         else:
             parts = self._report_parts(entries)
         runs, applied, errors = parts
