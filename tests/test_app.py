@@ -1044,7 +1044,7 @@ async def test_a_catalogue_seen_again_is_counted_with_the_same_tokens_saved(
             first = saved
             assert first > 0
         assert saved == first * count
-    assert snapshot["memo"] == {"hits": 2, "misses": 1, "size": 1, "capacity": 256}
+    assert snapshot["memo"] == {"hits": 2, "misses": 1, "size": 1, "capacity": 64}
 
 
 async def test_a_flood_of_new_catalogues_is_tokenized_within_a_bound_and_the_rest_is_said(

@@ -38,7 +38,7 @@ def test_defaults_without_file_flags_or_env() -> None:
     assert settings.default_upstream == "anthropic"
     assert settings.pipeline == ("toolschema",)
     assert settings.timeouts == Timeouts(connect=10, response_headers=600, idle_chunk=300)
-    assert (settings.memo_size, settings.pool_size) == (256, 64)
+    assert (settings.memo_size, settings.pool_size) == (64, 64)
     assert settings.max_body_bytes == 32 * MiB
     assert settings.shutdown_grace == 30
     assert (settings.cache_read_multiplier, settings.cache_write_multiplier) == (0.1, 1.25)

@@ -94,7 +94,7 @@ class Settings:
         default_factory=lambda: MappingProxyType({})
     )
     timeouts: Timeouts = field(default_factory=Timeouts)
-    memo_size: int = 256
+    memo_size: int = 64
     pool_size: int = 64
     max_body_bytes: int = 32 * MiB
     shutdown_grace: float = 30.0
