@@ -412,6 +412,138 @@ def test_an_sse_line_longer_than_max_buffer_is_unavailable() -> None:
     )
 
 
+# --- UsageObserver: the byte-search fast path agrees with the decoder fed every byte -----------
+
+
+def reference(
+    api: str, chunks: list[bytes], content_encoding: str | None = None, max_buffer: int = 1 << 23
+) -> Usage | None:
+    """The observer as it was: every byte goes through SSEDecoder, every event is looked at."""
+    observer = UsageObserver(api, SSE, content_encoding, max_buffer)
+    observer._held = None  # the mode it otherwise enters only when an event outgrows max_buffer
+    for chunk in chunks:
+        observer.feed(chunk)
+    return observer.finish()
+
+
+# Streams that poke at the byte search: a BOM, comments, blank lines before the first event,
+# usage split over data lines, "usage":null on the key's line or the next, CR-only breaks.
+TRICKY_STREAMS = {
+    "bom-and-comments": b"\xef\xbb\xbf: hi\n\n" + ANTHROPIC_STREAM.replace(b"\n\n", b"\n: c\n\n"),
+    "leading-blank-lines": b"\r\n\n\r" + ANTHROPIC_STREAM,
+    "usage-over-two-data-lines": (
+        b'data: {"object":"response","usage":\ndata: {"input_tokens":9,"output_tokens":2}}\n\n'
+    ),
+    "null-on-the-next-line-is-not-null": OPENAI_CHAT_STREAM
+    + b'data: {"usage"\n:null\ndata: 5}\n\n',
+    "usage-null-with-spaces": b'data: {"usage" :  null}\n\n' + OPENAI_CHAT_STREAM,
+    "event-line-only-usage": b'event: "usage"\ndata: {"type":"ping"}\n\n' + ANTHROPIC_STREAM,
+    "bom-twice": b"\xef\xbb\xbf\xef\xbb\xbf" + OPENAI_CHAT_STREAM,
+    "bom-after-a-boundary": b"data: x\n\n\xef\xbb\xbf"
+    + OPENAI_CHAT_STREAM.split(b"\n\n")[2]
+    + b"\n\n",
+}
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+@pytest.mark.parametrize("name", sorted({**STREAMS, **TRICKY_STREAMS}))
+def test_the_fast_path_agrees_with_the_reference_for_every_split(name: str, ending: str) -> None:
+    stream = ENDINGS[ending]({**{k: v[0] for k, v in STREAMS.items()}, **TRICKY_STREAMS}[name])
+    for api in ("other", name if name in STREAMS else "anthropic"):
+        expected = reference(api, [stream])
+        assert observe(api, [stream]) == expected
+        assert observe(api, bytewise(stream)) == expected == reference(api, bytewise(stream))
+        for i in range(len(stream) + 1):
+            assert observe(api, [stream[:i], stream[i:]]) == expected, i
+
+
+def test_the_fast_path_is_exercised_and_reads_the_tricky_streams() -> None:
+    assert observe("openai-responses", [TRICKY_STREAMS["usage-over-two-data-lines"]]) == Usage(9, 2)
+    assert observe("anthropic", [TRICKY_STREAMS["bom-and-comments"]]) == ANTHROPIC_USAGE
+    # Only a BOM that starts the stream is dropped; later, "\ufeffdata" is an unknown field.
+    assert observe("openai-chat", [TRICKY_STREAMS["bom-after-a-boundary"]]) is None
+    assert observe("openai-chat", [TRICKY_STREAMS["bom-after-a-boundary"][9:]]) == Usage(
+        93, 46, 1024
+    )
+    assert observe("openai-chat", [TRICKY_STREAMS["null-on-the-next-line-is-not-null"]]) is None
+
+
+@pytest.mark.parametrize("max_buffer", [0, 1, 10, 40, 100, 300])
+@pytest.mark.parametrize("name", STREAMS)
+def test_max_buffer_is_enforced_exactly_as_by_the_reference(name: str, max_buffer: int) -> None:
+    stream = crlf(STREAMS[name][0])
+    splits = [[stream[:i], stream[i:]] for i in range(len(stream) + 1)]
+    for chunks in [[stream], bytewise(stream), *splits]:
+        expected = reference(name, chunks, max_buffer=max_buffer)
+        assert observe(name, chunks, max_buffer=max_buffer) == expected
+
+
+SSE_PIECES = [
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\xef\xbb\xbf",
+    b"data: ",
+    b"data:",
+    b"data",
+    b"event: message_delta",
+    b": comment",
+    b"id: 1",
+    b'{"type":"message_start","message":{"usage":{"input_tokens":3,"output_tokens":1}}}',
+    b'{"type":"message_delta","usage":{"output_tokens":5,"input_tokens":null}}',
+    b'{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}',
+    b'{"type":"response.completed","response":{"usage":{"input_tokens":4}}}',
+    b'{"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":1}}',
+    b'"usage"',
+    b'"usage":null',
+    b'"usage": ',
+    b"null",
+    b"\xf0\x9f",
+    b"\x98\x80",
+    b"\xff",
+    b"x",
+    b"{",
+    b"}",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    api=st.sampled_from(API_NAMES),
+    pieces=st.lists(st.sampled_from(SSE_PIECES), max_size=40),
+    cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=12),
+    max_buffer=st.sampled_from([0, 8, 64, 1 << 23]),
+    encoding=st.sampled_from([None, "gzip"]),
+)
+def test_the_fast_path_agrees_with_the_reference_on_any_stream_and_chunking(
+    api: str,
+    pieces: list[bytes],
+    cuts: list[int],
+    max_buffer: int,
+    encoding: str | None,
+) -> None:
+    stream = b"".join(pieces)
+    if encoding:
+        stream = gzip.compress(stream)
+    chunks = split_at(stream, [c % (len(stream) + 1) for c in cuts])
+    expected = reference(api, chunks, encoding, max_buffer)
+    assert observe(api, chunks, SSE, encoding, max_buffer) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    name=st.sampled_from(sorted(STREAMS)),
+    ending=st.sampled_from(sorted(ENDINGS)),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=40),
+)
+def test_the_fast_path_agrees_with_the_reference_on_any_chunking_of_a_stream(
+    name: str, ending: str, cuts: list[int]
+) -> None:
+    stream = ENDINGS[ending](STREAMS[name][0])
+    chunks = split_at(stream, [c % (len(stream) + 1) for c in cuts])
+    assert observe(name, chunks) == reference(name, chunks) == STREAMS[name][1]
+
+
 # --- UsageObserver: truncated and usage-less responses ------------------------------------------
 
 

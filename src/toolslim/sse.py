@@ -352,6 +352,42 @@ def _mentions(data: str, key: str) -> bool:
     return False
 
 
+def _mentions_in(data: bytes | bytearray, key: bytes, end: int) -> bool:
+    """Whether raw event bytes before `end` may hold `key` with a non-null value.
+
+    Only a superset test of `_mentions` over each event's data: a key the decoded data holds
+    is in the bytes too, and "null" is trusted only on the key's own line (between lines the
+    text would gain a "\n" and lose the next line's "data:" prefix).
+    """
+    start = data.find(key, 0, end)
+    while start >= 0:
+        after = start + len(key)
+        if not data.startswith(b":null", after) and not data[after : after + 16].lstrip(
+            b" \t:"
+        ).startswith(b"null"):
+            return True
+        start = data.find(key, after, end)
+    return False
+
+
+_UTF8 = codecs.getincrementaldecoder("utf-8")
+
+
+def _mid_stream_decoder() -> SSEDecoder:
+    """A decoder for bytes that start at an event boundary after the stream's first byte."""
+    decoder = SSEDecoder()
+    decoder._text = _UTF8(errors="replace")  # a BOM is only dropped at the very start
+    return decoder
+
+
+def _keys(providers: tuple[_Provider, ...]) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
+    keys = tuple(dict.fromkeys(p.key for p in providers))
+    return keys, tuple(key.encode() for key in keys)
+
+
+# api -> (JSON keys that betray usage, the same as bytes), worked out once.
+KEYS: Final = {api: _keys(providers) for api, providers in PROVIDERS.items()}
+
 _JSON_START: Final = frozenset(b"{[")
 _WHITESPACE: Final = b" \t\r\n"
 
@@ -359,27 +395,32 @@ _WHITESPACE: Final = b" \t\r\n"
 class UsageObserver:
     """Reads token usage from a copy of the response bytes, never delaying or altering them.
 
-    `text/event-stream` bodies are decoded event by event, parsing only payloads that carry
-    usage; any other body is buffered up to `max_buffer` decoded bytes and parsed as JSON (an
-    object, or an array of them as Gemini streams without alt=sse). Any surprise (unknown
-    Content-Encoding, bad compression, junk counts, too many bytes) makes finish() return None.
+    `text/event-stream` bodies are cut into events by byte search, and only the events whose
+    bytes may carry usage are decoded (by SSEDecoder) and parsed; any other body is buffered up
+    to `max_buffer` decoded bytes and parsed as JSON (an object, or an array of them as Gemini
+    streams without alt=sse). Any surprise (unknown Content-Encoding, bad compression, junk
+    counts, too many bytes) makes finish() return None.
     """
 
     __slots__ = (
+        "_at_start",
         "_available",
         "_body",
         "_body_size",
         "_decoders",
+        "_events",
         "_final",
         "_finished",
+        "_held",
+        "_key_bytes",
         "_keys",
         "_max_buffer",
         "_provider",
         "_providers",
         "_raw",
         "_result",
-        "_sse",
         "_started",
+        "_stream",
     )
 
     def __init__(
@@ -389,11 +430,17 @@ class UsageObserver:
         content_encoding: str | None,
         max_buffer: int = 8 * 1024 * 1024,
     ) -> None:
-        self._providers = PROVIDERS.get(api, PROVIDERS["other"])
-        self._keys = tuple(dict.fromkeys(p.key for p in self._providers))
+        api = api if api in PROVIDERS else "other"
+        self._providers = PROVIDERS[api]
+        self._keys, self._key_bytes = KEYS[api]
         self._max_buffer = max_buffer
         media_type = (content_type or "").partition(";")[0].strip().lower()
-        self._sse = SSEDecoder() if media_type == "text/event-stream" else None
+        self._stream = media_type == "text/event-stream"
+        # SSE: the bytes since the last event boundary found. None for a JSON body, and once
+        # every byte goes to the decoder.
+        self._held: bytearray | None = bytearray() if self._stream else None
+        self._events: SSEDecoder | None = None  # made when the first event needs decoding
+        self._at_start = True  # no bytes skipped yet: the decoder must drop a leading BOM
         self._body: list[bytes] = []
         self._body_size = 0
         self._started = False  # seen the first non-blank byte of a JSON body
@@ -404,20 +451,26 @@ class UsageObserver:
         self._result: Usage | None = None
         self._available = True
         try:
-            self._decoders = _decoders(content_encoding)
+            self._decoders = _decoders(content_encoding) if content_encoding else []
         except Exception:  # unknown coding, or its library is not installed
             self._decoders = []
             self._available = False
 
     def feed(self, chunk: bytes) -> None:
         """Observe the next chunk of the body exactly as it travels. Never raises."""
-        if not self._available or self._finished:
+        if not self._available:  # also once finished: finish() drops everything
             return
         try:
             for decode in self._decoders:
                 chunk = decode(chunk)
-            if chunk:
-                self._feed_decoded(chunk)
+            if not chunk:
+                return
+            if self._held is not None:
+                self._feed_boundaries(self._held, chunk)
+            elif self._stream:
+                self._feed_events(chunk)
+            else:
+                self._feed_body(chunk)
         except Exception:
             self._drop()
 
@@ -432,14 +485,7 @@ class UsageObserver:
             self._drop()
         return self._result
 
-    def _feed_decoded(self, data: bytes) -> None:
-        if self._sse is not None:
-            for event in self._sse.feed(data):
-                if any(_mentions(event.data, key) for key in self._keys):
-                    self._observe(orjson.loads(event.data))
-            if self._sse.buffered > self._max_buffer:
-                self._drop()
-            return
+    def _feed_body(self, data: bytes) -> None:
         if not self._started:
             head = data.lstrip(_WHITESPACE)
             if not head:
@@ -454,10 +500,68 @@ class UsageObserver:
             return
         self._body.append(data)
 
+    def _feed_events(self, data: bytes) -> None:
+        """The exact path: decode every byte given, parse the payloads that carry usage."""
+        events = self._events
+        if events is None:
+            events = self._events = SSEDecoder() if self._at_start else _mid_stream_decoder()
+        self._at_start = False
+        for event in events.feed(data):
+            for key in self._keys:
+                if _mentions(event.data, key):
+                    self._observe(orjson.loads(event.data))
+                    break
+        if events.buffered > self._max_buffer:
+            self._drop()
+
+    def _feed_boundaries(self, held: bytearray, data: bytes) -> None:
+        """The fast path: find the last event boundary by byte search, and hand the complete
+        events before it to _feed_events only if their bytes may carry usage.
+
+        A boundary leaves SSEDecoder clean (no line, data or type pending; any UTF-8 character
+        complete), so skipping whole events changes nothing it would report. A CR there may
+        still pair with an LF that starts the next bytes: a blank line there is a no-op.
+        """
+        if held:
+            start = len(held) - 1  # held has no boundary, but its last byte may begin one
+            held += data
+            buf: bytes | bytearray = held
+        else:
+            start = 0
+            buf = data
+        size = len(buf)
+        # Two line-break bytes in a row, except CR LF, end a blank line (WHATWG: a line ends
+        # at CRLF, LF or CR); none of the CR pairs can end after an LF LF at the very end.
+        end = buf.rfind(b"\n\n", start)
+        if end != size - 2 and buf.find(b"\r", start) >= 0:
+            end = max(end, buf.rfind(b"\r\r", start), buf.rfind(b"\n\r", start))
+        if end >= 0:
+            cut = end + 2
+            if cut < size and buf[cut] == 10 and buf[end + 1] == 13:
+                cut += 1  # the LF of that last CRLF
+            for key in self._key_bytes:
+                if _mentions_in(buf, key, cut):
+                    self._feed_events(bytes(buf[:cut]))
+                    if not self._available:
+                        return
+                    break
+            self._at_start = False
+            if buf is held:
+                del held[:cut]
+            elif cut < size:
+                held += memoryview(data)[cut:]
+        elif buf is not held:
+            held += data
+        if len(held) > self._max_buffer:
+            # SSEDecoder.buffered counts at most these bytes, so only now can it exceed the
+            # budget: from this event's start on, let the decoder see every byte.
+            self._held = None
+            self._feed_events(bytes(held))
+
     def _conclude(self) -> Usage | None:
         if not self._available:
             return None
-        if self._sse is None and self._body:
+        if not self._stream and self._body:
             value = orjson.loads(b"".join(self._body))
             for obj in value if isinstance(value, list) else [value]:
                 self._observe(obj)
@@ -483,5 +587,6 @@ class UsageObserver:
         """Stop observing and let go of everything held."""
         self._available = False
         self._body = []
-        self._sse = None
+        self._held = None
+        self._events = None
         self._decoders = []
