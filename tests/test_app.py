@@ -809,6 +809,19 @@ async def test_upstream_down_is_502_in_the_apis_error_shape(
     assert_components_agree(snapshot)
 
 
+async def test_an_upstream_host_that_does_not_resolve_is_a_502_saying_so(
+    proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    # `.invalid` never resolves (RFC 6761); the message must not be "unknown error -2".
+    server = await proxy("http://toolslim-test.invalid")
+    async with client.post(server.make_url("/v1/messages"), data=dumps(ANTHROPIC)) as r:
+        assert r.status == 502
+        body = await r.json()
+    message = body["error"]["message"]
+    assert message.endswith("(its host name did not resolve)"), message
+    assert "toolslim-test.invalid" not in message
+
+
 @pytest.mark.parametrize("api", list(APIS))
 async def test_slow_upstream_is_504_in_the_apis_error_shape(
     api: str, upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession

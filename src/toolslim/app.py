@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -612,7 +613,10 @@ def _translate(exc: BaseException, upstream: str, settings: Settings) -> tuple[i
     if isinstance(exc, ClientConnectorError):
         # os_error's text may name the address; its errno does not.
         code = exc.os_error.errno
-        why = os.strerror(code).lower() if code else type(exc.os_error).__name__
+        if isinstance(exc.os_error, socket.gaierror):  # its errno is not an OS errno
+            why = "its host name did not resolve"
+        else:
+            why = os.strerror(code).lower() if code else type(exc.os_error).__name__
         return 502, "connect", f"toolslim could not connect to the {upstream} upstream ({why})"
     why = f"failed before a response ({type(exc).__name__})"
     return 502, "reset", f"the connection to the {upstream} upstream {why}"
