@@ -105,10 +105,10 @@ calls in one message; they then run in parallel and you save a round trip.
   - Keep the working directory stable: use absolute paths instead of `cd` unless the user asks \
 you to change directory.
     <good-example>
-    python -m pytest /work/ledger/tests/test_rounding.py -q
+    python -m pytest /home/dev/ledger/tests/test_rounding.py -q
     </good-example>
     <bad-example>
-    cd /work/ledger && python -m pytest tests/test_rounding.py -q
+    cd /home/dev/ledger && python -m pytest tests/test_rounding.py -q
     </bad-example>
 
 # Sandbox and permissions
@@ -204,7 +204,7 @@ Bad: `python --version`, which reports whatever interpreter is first on PATH.
 
 <example>
 Task: clean up build artefacts.
-Good: `rm -rf /work/ledger/build /work/ledger/dist` after LS confirmed both are inside the \
+Good: `rm -rf /home/dev/ledger/build /home/dev/ledger/dist` after LS confirmed both are inside the \
 project.
 Bad: `rm -rf build/*` from a directory you did not check, or any `rm -rf` with a variable \
 that might be empty.
@@ -1588,7 +1588,7 @@ When you point at code, use the pattern `file_path:line_number` so the user can 
 
 Here is useful information about the environment you are running in:
 <env>
-Working directory: /work/ledger
+Working directory: /home/dev/ledger
 Is directory a git repo: Yes
 Platform: linux
 OS Version: Linux 6.8.0-49-generic
@@ -1641,7 +1641,7 @@ ROUNDING_SOURCE_LISTING = """\
 PYTEST_FAILURE = """\
 ============================= test session starts ==============================
 platform linux -- Python 3.12.3, pytest-8.2.1, pluggy-1.5.0
-rootdir: /work/ledger
+rootdir: /home/dev/ledger
 configfile: pyproject.toml
 collected 6 items
 
@@ -1696,7 +1696,7 @@ def claude_code_messages() -> list[dict[str, JSON]]:
                     "name": "Grep",
                     "input": {
                         "pattern": "def round_credit",
-                        "path": "/work/ledger/src",
+                        "path": "/home/dev/ledger/src",
                         "output_mode": "content",
                         "-n": True,
                     },
@@ -1709,7 +1709,7 @@ def claude_code_messages() -> list[dict[str, JSON]]:
                 {
                     "tool_use_id": "toolu_01GqVb7TzK3mNf8wXa2Lc9Hd",
                     "type": "tool_result",
-                    "content": "/work/ledger/src/ledger/rounding.py:13:def round_credit("
+                    "content": "/home/dev/ledger/src/ledger/rounding.py:13:def round_credit("
                     "amount: Decimal) -> Decimal:",
                 }
             ],
@@ -1721,14 +1721,14 @@ def claude_code_messages() -> list[dict[str, JSON]]:
                     "type": "tool_use",
                     "id": "toolu_01Hx4RrP8sYd2QeVn6JtW1Ku",
                     "name": "Read",
-                    "input": {"file_path": "/work/ledger/src/ledger/rounding.py"},
+                    "input": {"file_path": "/home/dev/ledger/src/ledger/rounding.py"},
                 },
                 {
                     "type": "tool_use",
                     "id": "toolu_01Mc2Ef5Ua9Wk7Ly3PoXz8Rb",
                     "name": "Bash",
                     "input": {
-                        "command": "python -m pytest /work/ledger/tests/test_rounding.py -q",
+                        "command": "python -m pytest /home/dev/ledger/tests/test_rounding.py -q",
                         "description": "Run the rounding tests",
                     },
                 },
@@ -1765,7 +1765,7 @@ def claude_code_messages() -> list[dict[str, JSON]]:
                     "id": "toolu_01Tn6Wd3Jv5Gh1Zq8SbKe4Ym",
                     "name": "Edit",
                     "input": {
-                        "file_path": "/work/ledger/src/ledger/rounding.py",
+                        "file_path": "/home/dev/ledger/src/ledger/rounding.py",
                         "old_string": "    # Credit notes are negative; round the magnitude so "
                         "−0.125 → −0.13.\n    return -abs(amount).quantize(CENT, "
                         "rounding=ROUND_HALF_UP)",
@@ -1782,7 +1782,7 @@ def claude_code_messages() -> list[dict[str, JSON]]:
                 {
                     "tool_use_id": "toolu_01Tn6Wd3Jv5Gh1Zq8SbKe4Ym",
                     "type": "tool_result",
-                    "content": "The file /work/ledger/src/ledger/rounding.py has been updated. "
+                    "content": "The file /home/dev/ledger/src/ledger/rounding.py has been updated. "
                     "Here's the result of running `cat -n` on a snippet of the edited file:\n"
                     "    13→def round_credit(amount: Decimal) -> Decimal:\n"
                     '    14→    """Round one credit-note line to the cent."""\n'
@@ -1799,8 +1799,8 @@ def claude_code_messages() -> list[dict[str, JSON]]:
                     "id": "toolu_01Pb9Kc7Xr2Fm4Nw6Ht3Qs5V",
                     "name": "Bash",
                     "input": {
-                        "command": "python -m pytest /work/ledger/tests -q && ruff check "
-                        "/work/ledger/src",
+                        "command": "python -m pytest /home/dev/ledger/tests -q && ruff check "
+                        "/home/dev/ledger/src",
                         "description": "Run all tests and the linter",
                     },
                 }
