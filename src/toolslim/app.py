@@ -385,20 +385,8 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
             # A catalogue counted before is known at once; a new one is tokenized off the
             # loop while the request goes upstream, and recorded when done (see _finish).
             exchange.counted = cached_tokens(report)
-            lifecycle = app[LIFECYCLE]
-            if exchange.counted is not None:
-                pass
-            elif len(lifecycle.counting) < MAX_COUNTING:
-                exchange.tokens = asyncio.get_running_loop().run_in_executor(
-                    lifecycle.counter,
-                    count_tokens,
-                    dataclasses.replace(report, body=b""),  # the body is not needed there
-                    tokens.count_tokens,
-                )
-                lifecycle.counting.add(exchange.tokens)
-                app[STATS].tokens_counting()
-            else:
-                app[STATS].record_tokens_skipped()
+            if exchange.counted is None:
+                exchange.tokens = _start_counting(app, report)
         if (recorder := app[CAPTURE]) is not None:
             path, _, query = exchange.route.target.partition("?")
             recorder.record(  # non-blocking; it redacts credentials in headers and query
@@ -433,6 +421,25 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
         return await _relay(request, upstream, exchange)
     finally:
         upstream.close()  # a no-op after a complete read (the connection went back to the pool)
+
+
+def _start_counting(
+    app: web.Application, report: RunReport
+) -> asyncio.Future[dict[str, tuple[int, int]]] | None:
+    """Tokenize a request's new catalogues on the owned thread, unless too many are queued."""
+    lifecycle, stats = app[LIFECYCLE], app[STATS]
+    if len(lifecycle.counting) >= MAX_COUNTING:
+        stats.record_tokens_skipped()
+        return None
+    future = asyncio.get_running_loop().run_in_executor(
+        lifecycle.counter,
+        count_tokens,
+        dataclasses.replace(report, body=b""),  # the body is not needed there
+        tokens.count_tokens,
+    )
+    lifecycle.counting.add(future)
+    stats.tokens_counting()
+    return future
 
 
 def _transform(
