@@ -230,7 +230,7 @@ def _memo_hit(body: bytes, memo: Memo, nested: bool) -> list[tuple[int, Entry, b
         entry = memo.match_at(body, value_start)
         if entry is not None:
             value_end = value_start + len(entry.raw)
-            top = _top_level_member(body, key_start, value_end)
+            top = _top_level_member(body, key_start, value_end, "tools")
             if top is not None:
                 if any(k >= value_end for k in later) or top:
                     return None  # a later `"tools"` outside this value: the full path decides
@@ -259,12 +259,9 @@ def _recent_hit(body: bytes, entry: Entry) -> list[tuple[int, Entry, bool]] | No
     if not body.startswith(_TOOLS_KEY, key_start):
         return None
     value_end = value_start + len(raw)
-    at = body.find(_TOOLS_KEY, value_end)
-    while at != -1:
-        if _value_after_key(body, at, len(_TOOLS_KEY)) is not None:
-            return None  # a later `"tools"` key: the general search decides
-        at = body.find(_TOOLS_KEY, at + 1)
-    if _top_level_member(body, key_start, value_end) is not False:
+    if _key_candidates(body, _TOOLS_KEY, value_end):
+        return None  # a later `"tools"` key: the general search decides
+    if _top_level_member(body, key_start, value_end, "tools") is not False:
         return None
     return [(value_start, entry, True)]
 
@@ -297,10 +294,10 @@ def _value_after_key(body: bytes, at: int, length: int) -> int | None:
     return None
 
 
-def _key_candidates(body: bytes, key: bytes) -> list[tuple[int, int]]:
-    """(key start, value start) of every `"key":` in the body, in order."""
+def _key_candidates(body: bytes, key: bytes, start: int = 0) -> list[tuple[int, int]]:
+    """(key start, value start) of every `"key":` in the body from `start`, in order."""
     found = []
-    at = body.find(key)
+    at = body.find(key, start)
     while at != -1:
         value_start = _value_after_key(body, at, len(key))
         if value_start is not None:
@@ -315,9 +312,9 @@ def _skip_ws(body: bytes, at: int) -> int:
     return at
 
 
-def _top_level_member(body: bytes, key_start: int, value_end: int) -> bool | None:
-    """None unless the member spanning [key_start, value_end) sits at depth 1 of the body;
-    else whether a later top-level member has the same name (when the tail was parsed)."""
+def _top_level_member(body: bytes, key_start: int, value_end: int, name: str) -> bool | None:
+    """None unless the member `name` spanning [key_start, value_end) sits at depth 1 of the
+    body; else whether a later top-level member has the same name (when the tail was parsed)."""
     try:
         if key_start <= len(body) - value_end:  # slice (copy) only the shorter side
             head = body[:key_start].strip(_WS)
@@ -332,7 +329,7 @@ def _top_level_member(body: bytes, key_start: int, value_end: int) -> bool | Non
         if tail.startswith(b","):
             rest = orjson.loads(b"{" + tail[1:])
             if isinstance(rest, dict):
-                return "tools" in rest
+                return name in rest
         return None
     except orjson.JSONDecodeError:
         return None
@@ -399,7 +396,7 @@ def _top_level_span(body: bytes, key: str, value: JSON) -> _Span | str:
                 value_end = _skip_value(body, value_start)
             except ValueError:
                 continue
-        if _top_level_member(body, key_start, value_end) is not None:
+        if _top_level_member(body, key_start, value_end, key) is not None:
             if body[value_start : value_start + 1] != b"[":
                 return "unsupported_shape"
             return value_start, value_end, value if exact else None
