@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,22 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from golden_cases import golden
 from toolslim import budget
 from toolslim.budget import DEFAULT_BUDGET_BYTES, ToolBudget
 from toolslim.pipeline import Pipeline
 from toolslim.schema import MAX_DEPTH, TooDeep
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 STEP_KEYS = ("step1_descriptions", "step2_definitions", "step3_deep_nodes", "step4_combinators")
-
-
-def golden(pattern: str) -> list[Any]:
-    cases = []
-    for path in sorted(GOLDEN.glob(pattern)):
-        for case in json.loads(path.read_text(encoding="utf-8")):
-            cases.append(pytest.param(case, id=case["description"]))
-    return cases
 
 
 def size(schema: Any) -> int:

@@ -6,23 +6,16 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from golden_cases import golden
 from toolslim.catalog import count_tools, rewrite_catalogue, serialize
 from toolslim.envelope import parse_catalogue
 from toolslim.pipeline import Pipeline
 from toolslim.schema import TooDeep, ToolSchema
-
-GOLDEN = Path(__file__).parent / "golden"
-
-
-def golden(name: str) -> list[Any]:
-    cases = json.loads((GOLDEN / name).read_text(encoding="utf-8"))
-    return [pytest.param(case, id=case["description"]) for case in cases]
 
 
 class Recorder:

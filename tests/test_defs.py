@@ -16,22 +16,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from golden_cases import (
+    GOLDEN,
+    golden,
+)
 from toolslim import defs
 from toolslim.defs import ToolDefs
 from toolslim.pipeline import Pipeline
 from toolslim.schema import MAX_DEPTH, TooDeep
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
-
-
-def golden(pattern: str) -> list[Any]:
-    cases = []
-    for path in sorted(GOLDEN.glob(pattern)):
-        for case in json.loads(path.read_text(encoding="utf-8")):
-            cases.append(pytest.param(case, id=case["description"]))
-    return cases
 
 
 @pytest.mark.parametrize("case", golden("tooldefs_*.json"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,18 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from golden_cases import golden
 from toolslim import envelope
 from toolslim.envelope import Compacted, DuplicateKey, Entry, Memo, compact, parse_catalogue
 from toolslim.pipeline import Pipeline
 from toolslim.schema import ToolSchema
 
-GOLDEN = Path(__file__).parent / "golden"
 STRIP = (ToolSchema().rewrite,)
-
-
-def golden(name: str) -> list[Any]:
-    cases = json.loads((GOLDEN / name).read_text(encoding="utf-8"))
-    return [pytest.param(case, id=case["description"]) for case in cases]
 
 
 def cold(body: bytes, rewrites: Any = STRIP, api: str | None = None) -> Compacted:

@@ -8,7 +8,6 @@ import copy
 import json
 import warnings
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -17,10 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator, Draft202012Validator
 
+from golden_cases import golden
 from toolslim.pipeline import Pipeline
 from toolslim.schema import TooDeep, ToolSchema, decode_pointer, dialect, survey
-
-GOLDEN = Path(__file__).parent / "golden"
 
 # The spec's tables, written out again here from issue 2 so the tests do not trust the module's.
 ANNOTATIONS = {
@@ -51,11 +49,6 @@ SINGLE = {
 }
 LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
 REFERENCES = {"$ref", "$dynamicRef", "$recursiveRef", "$anchor", "$dynamicAnchor"}
-
-
-def golden(name: str) -> list[Any]:
-    cases = json.loads((GOLDEN / name).read_text(encoding="utf-8"))
-    return [pytest.param(case, id=case["description"]) for case in cases]
 
 
 def ordered(value: Any) -> str:
