@@ -32,6 +32,7 @@ from typing import Any
 import aiohttp
 import fake_upstream
 from compact_bench import bodies, catalogue
+from proxy_bench import free_port, rss_mb, stop
 
 HERE = Path(__file__).resolve().parent
 TOOL_BYTES_LIMIT = 3_000  # keep the smaller tools: a ~35 KB catalogue, ~45 KB bodies
@@ -40,19 +41,6 @@ HEADERS = {
     "x-api-key": "sk-ant-bench-fake-key",
     "anthropic-version": "2023-06-01",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for {pid}")
 
 
 def read_stats(port: int, done: int) -> dict[str, Any]:
@@ -182,13 +170,7 @@ def main() -> None:
             )
             stats = read_stats(port, samples[-1][0])
         finally:
-            for process in processes:
-                process.terminate()
-            for process in processes:
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+            stop(processes)
     print()
     print(f"{'requests':>9} {'seconds':>8} {'RSS MB':>7} {'tokens_pending':>14}")
     for done, seconds, mb, backlog in samples:

@@ -60,6 +60,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every process, then SIGKILL whichever has not exited within 10 s."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 def cpu_ticks(pid: int) -> int:
     """utime + stime of a process (all its threads), in clock ticks."""
     stat = Path(f"/proc/{pid}/stat").read_text()
@@ -382,13 +393,7 @@ def main() -> None:
                 print(f"stopped starting runs after --max-seconds {args.max_seconds:g}")
             rss = {name: rss_mb(p.process.pid) for name, p in proxies.items()}
         finally:
-            for process in processes:
-                process.terminate()
-            for process in processes:
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+            stop(processes)
     report(cells, sizes, modes, args.reps)
     load = os.getloadavg()
     print("proxy RSS at the end: " + ", ".join(f"{n} {v:.0f} MB" for n, v in rss.items()))
