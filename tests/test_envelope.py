@@ -81,6 +81,23 @@ def test_golden_body_gives_the_same_bytes_with_a_warm_memo(case: dict[str, Any])
     assert [hit for _, hit in second.catalogues] == [True] * len(second.catalogues)
 
 
+def test_compacted_body_comes_as_views_of_the_input_around_the_memoized_catalogue() -> None:
+    body = b'{"model":"m","tools":[{"name":"t","input_schema":{"title":"x"}}],"stream":true}'
+    memo = Memo(8)
+    for result in (compact(body, memo, STRIP), compact(body, memo, STRIP)):  # miss, then hit
+        head, catalogue, tail = result.pieces
+        assert isinstance(head, memoryview) and head.obj is body  # not copied
+        assert isinstance(tail, memoryview) and tail.obj is body
+        assert catalogue is result.catalogues[0][0].output  # the memo's own bytes
+        assert result.body == b'{"model":"m","tools":[{"input_schema":{},"name":"t"}],"stream":true}'
+
+
+def test_unchanged_body_is_the_one_piece_and_the_same_object() -> None:
+    body = b'{"model":"m","messages":[]}'
+    result = cold(body)
+    assert result.pieces == (body,) and result.pieces[0] is body and result.body is body
+
+
 # Each skip reason, and never raising
 
 

@@ -28,7 +28,7 @@ class FakeClock:
 
 def applied(name: str = "toolschema", before: int = 1000, after: int = 600, **kw: Any) -> RunReport:
     run = ComponentRun(name, "applied", bytes_before=before, bytes_after=after, **kw)
-    return RunReport(b"{}", (run,))
+    return RunReport((b"{}",), (run,))
 
 
 def record_mixed_batch(stats: Stats, clock: FakeClock) -> None:
@@ -36,7 +36,7 @@ def record_mixed_batch(stats: Stats, clock: FakeClock) -> None:
     a streamed response with usage, a component error. Used by the metrics and dashboard tests.
     """
     compacted = RunReport(
-        b"{}",
+        (b"{}",),
         (
             ComponentRun(
                 "toolschema",
@@ -50,7 +50,7 @@ def record_mixed_batch(stats: Stats, clock: FakeClock) -> None:
         ),
         memo_misses=1,
     )
-    memo_hit = RunReport(b"{}", compacted.runs, memo_hits=1)
+    memo_hit = RunReport((b"{}",), compacted.runs, memo_hits=1)
     # (seconds after start, upstream, api, status, report, tokens before/after, usage)
     batch: list[tuple[float, str, str, int, RunReport, tuple[int, int] | None, Usage | None]] = [
         (0, "anthropic", "anthropic", 200, compacted, (16_000, 12_100), Usage(3, 410, 0, 21_000)),
@@ -61,7 +61,7 @@ def record_mixed_batch(stats: Stats, clock: FakeClock) -> None:
             "openai",
             "openai-chat",
             200,
-            RunReport(b"{}", (ComponentRun("toolschema", "skipped", "nothing_to_strip", 4),)),
+            RunReport((b"{}",), (ComponentRun("toolschema", "skipped", "nothing_to_strip", 4),)),
             None,
             Usage(1_200, 300, 0, 0),
         ),
@@ -89,7 +89,7 @@ def record_mixed_batch(stats: Stats, clock: FakeClock) -> None:
             "openai",
             "openai-chat",
             504,
-            RunReport(b"{}", (ComponentRun("toolschema", "error", "ValueError", 3),)),
+            RunReport((b"{}",), (ComponentRun("toolschema", "error", "ValueError", 3),)),
             None,
             None,
         ),
@@ -286,7 +286,7 @@ def test_a_rewrite_that_was_not_adopted_counts_as_seen_but_removed_nothing() -> 
     not_smaller = ComponentRun(
         "toolschema", "skipped", "not_smaller", tools_seen=3, tools_changed=1, removed={"title": 1}
     )
-    stats.record_pipeline(RunReport(b"{}", (not_smaller,)))
+    stats.record_pipeline(RunReport((b"{}",), (not_smaller,)))
     c = stats.snapshot()["components"]["toolschema"]
     assert (c["tools_seen"], c["tools_changed"], c["removed"]) == (3, 0, {})
     assert c["skip_reasons"] == {"not_smaller": 1}

@@ -39,12 +39,15 @@ from aiohttp import (
     TCPConnector,
     web,
 )
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.payload import Payload
 from aiohttp.typedefs import Handler
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from toolslim import capture, metrics, tokens
 from toolslim.config import Settings, Upstream
+from toolslim.envelope import Piece, joined
 from toolslim.pipeline import ComponentRun, Pipeline, RunReport, cached_tokens, count_tokens
 from toolslim.sse import Usage, UsageObserver
 from toolslim.stats import Stats
@@ -59,9 +62,6 @@ HOP_BY_HOP: Final = frozenset(
 # Request headers rebuilt for the upstream: Host and Content-Length by the client library;
 # Expect was already answered by this server (it has the whole body).
 _REQUEST_REBUILT: Final = HOP_BY_HOP | {"host", "content-length", "expect"}
-# The client library warns on (and tests turn into errors) raw bodies above 1 MiB; those go
-# as one chunk of an async iterable with an explicit Content-Length instead: same bytes.
-_LARGE_BODY: Final = 1 << 20
 _FILE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_COUNTING: Final = 64  # token counts queued at once; beyond, a request is not tokenized
 _TRIM_SECONDS: Final = 5.0
@@ -366,7 +366,7 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
     body = b""
     if not overflow:
         body, overflow = await _read_body(request.content, limit)
-    data: bytes | AsyncIterator[bytes] | None
+    data: Payload | AsyncIterator[bytes] | None
     if overflow:
         exchange.report = pipeline.skip(b"", "too_large")
         if declared is not None:
@@ -378,7 +378,8 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
     else:
         report, forwarded = _transform(body, headers, pipeline, limit, exchange.route.api)
         exchange.report = report
-        exchange.bytes_in, exchange.bytes_out = len(body), len(forwarded)
+        exchange.bytes_in = len(body)
+        exchange.bytes_out = sum(len(piece) for piece in forwarded)
         for component, message in report.errors:
             log.warning("component %s failed on %s: %s", component, exchange.path, message)
         if report.applied:
@@ -396,12 +397,9 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
                 upstream=exchange.route.upstream.name,
                 headers=request.headers,
                 body=body,
-                forwarded=forwarded,
+                forwarded=joined(forwarded),
             )
-        data = forwarded
-        if len(forwarded) > _LARGE_BODY:
-            headers["Content-Length"] = str(len(forwarded))
-            data = _once(forwarded)
+        data = _Pieces(forwarded)
     url = URL(exchange.route.upstream.url + exchange.route.target, encoded=True)
     sent = time.perf_counter()
     exchange.overhead = sent - exchange.received
@@ -434,7 +432,7 @@ def _start_counting(
     future = asyncio.get_running_loop().run_in_executor(
         lifecycle.counter,
         count_tokens,
-        dataclasses.replace(report, body=b""),  # the body is not needed there
+        dataclasses.replace(report, pieces=()),  # the body is not needed there
         tokens.count_tokens,
     )
     lifecycle.counting.add(future)
@@ -444,8 +442,8 @@ def _start_counting(
 
 def _transform(
     body: bytes, headers: CIMultiDict[str], pipeline: Pipeline, limit: int, api: str
-) -> tuple[RunReport, bytes]:
-    """The pipeline's report on the (decoded) body, and the bytes to forward.
+) -> tuple[RunReport, tuple[Piece, ...]]:
+    """The pipeline's report on the (decoded) body, and the pieces of the body to forward.
 
     A changed body goes decoded, without its Content-Encoding; an unchanged one goes as the
     client sent it.
@@ -455,18 +453,18 @@ def _transform(
     if coding and coding != "identity":
         decode = _DECODERS.get(coding)
         if decode is None:
-            return pipeline.skip(body, "undecodable"), body
+            return pipeline.skip(body, "undecodable"), (body,)
         try:
             decoded = decode(body, limit)
         except _TooLarge:
-            return pipeline.skip(body, "too_large"), body
+            return pipeline.skip(body, "too_large"), (body,)
         except Exception:
-            return pipeline.skip(body, "undecodable"), body
+            return pipeline.skip(body, "undecodable"), (body,)
     report = pipeline.run(decoded, api)  # never raises: the runner fails open itself
-    if report.body is decoded:
-        return report, body
+    if not report.changed(decoded):
+        return report, (body,)
     headers.popall("Content-Encoding", None)
-    return report, report.body
+    return report, report.pieces
 
 
 async def _relay(
@@ -687,8 +685,38 @@ async def _passthrough(
         yield chunk
 
 
-async def _once(body: bytes) -> AsyncIterator[bytes]:
-    yield body
+class _Pieces(Payload):
+    """A request body written as the pieces it is made of, headers first on their own.
+
+    Written as bytes, the body would be copied twice on the way out: once to join the pieces,
+    once to put the headers in front of it (the client library joins them before Python
+    3.12.9, which has no scatter-gather write). A sized payload also gets its Content-Length
+    from the library, at any size.
+    """
+
+    _autoclose = True  # in memory: nothing to close
+
+    def __init__(self, pieces: tuple[Piece, ...]) -> None:
+        super().__init__(pieces)
+        self._pieces = pieces
+        self._length = self._size = sum(len(piece) for piece in pieces)
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return joined(self._pieces).decode(encoding, errors)
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        await self.write_with_length(writer, None)
+
+    async def write_with_length(
+        self, writer: AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        writer.send_headers()
+        remaining = self._length if content_length is None else content_length
+        for piece in self._pieces:
+            if remaining <= 0:
+                break
+            await writer.write(piece[:remaining])
+            remaining -= len(piece)
 
 
 class _TooLarge(Exception):

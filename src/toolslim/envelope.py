@@ -154,19 +154,38 @@ class Memo:
         self._by_prefix.clear()
 
 
+Piece = bytes | memoryview
+
+
+def joined(pieces: Sequence[Piece]) -> bytes:
+    """The whole body the pieces make: the very object when it is one piece of bytes."""
+    if len(pieces) == 1 and isinstance(pieces[0], bytes):
+        return pieces[0]
+    return b"".join(pieces)
+
+
 @dataclass(frozen=True, slots=True)
 class Compacted:
-    """The body to forward and, per catalogue found, its memo entry and whether it was a hit."""
+    """The body to forward and, per catalogue found, its memo entry and whether it was a hit.
 
-    body: bytes
+    The body comes as pieces (views of the original around each rewritten catalogue) so that
+    a proxy can write them out without copying the whole body into a new one.
+    """
+
+    pieces: tuple[Piece, ...]
     catalogues: tuple[tuple[Entry, bool], ...] = ()
     reason: str | None = None  # why the body as a whole was skipped (then no catalogues)
+
+    @property
+    def body(self) -> bytes:
+        return joined(self.pieces)
 
 
 def compact(
     body: bytes, memo: Memo, rewrites: Sequence[Rewrite], api: str | None = None
 ) -> Compacted:
-    """Rewrite every catalogue in `body`; the same `body` object comes back when none changed.
+    """Rewrite every catalogue in `body`; the same `body` object, as the one piece, comes back
+    when none changed.
 
     `api` ("anthropic", "openai-chat", "openai-responses", "gemini", None for unknown) only
     says where Codex's additional_tools items can be; the result is otherwise the same.
@@ -177,7 +196,7 @@ def compact(
         if found is None:
             located = _locate(body, nested)
             if isinstance(located, str):
-                return Compacted(body, reason=located)
+                return Compacted((body,), reason=located)
             found = []
             for start, end, parsed in located:
                 raw = body[start:end]
@@ -190,22 +209,24 @@ def compact(
                 found.append((start, entry, hit))
         return Compacted(_splice(body, found), tuple((e, hit) for _, e, hit in found))
     except Exception as exc:  # fail open: the body goes on exactly as it came
-        return Compacted(body, reason=f"error:{type(exc).__name__}")
+        return Compacted((body,), reason=f"error:{type(exc).__name__}")
 
 
-def _splice(body: bytes, found: list[tuple[int, Entry, bool]]) -> bytes:
-    view = memoryview(body)  # slices without copying: the join is the only copy
-    parts: list[bytes | memoryview] = []
+def _splice(body: bytes, found: list[tuple[int, Entry, bool]]) -> tuple[Piece, ...]:
+    """The body with each adopted catalogue replaced, as views of `body` and memoized outputs:
+    nothing is copied (joining a 2 MB body costs more than the whole memo-hit lookup)."""
+    view = memoryview(body)
+    pieces: list[Piece] = []
     position = 0
     for start, entry, _ in sorted(found, key=lambda f: f[0]):
         if entry.output is None:
             continue
-        parts += (view[position:start], entry.output)
+        pieces += (view[position:start], entry.output)
         position = start + len(entry.raw)
-    if not parts:
-        return body
-    parts.append(view[position:])
-    return b"".join(parts)
+    if not pieces:
+        return (body,)
+    pieces.append(view[position:])
+    return tuple(piece for piece in pieces if len(piece))
 
 
 def _memo_hit(body: bytes, memo: Memo, nested: bool) -> list[tuple[int, Entry, bool]] | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolslim import budget, defs, envelope
-from toolslim.envelope import Outcome
+from toolslim.envelope import Outcome, Piece
 from toolslim.schema import JSON, ToolSchema
 
 
@@ -70,15 +70,24 @@ class AppliedCatalogue:
 class RunReport:
     """The result of running the pipeline on one request body."""
 
-    body: bytes  # the very object that was passed in when nothing changed
+    pieces: tuple[Piece, ...]  # the body to forward, in order; (original,) when unchanged
     runs: tuple[ComponentRun, ...]
     memo_hits: int = 0
     memo_misses: int = 0
     applied: tuple[AppliedCatalogue, ...] = ()
     errors: tuple[tuple[str, str], ...] = ()  # (component, "ExcType: message") to log once
 
+    @property
+    def body(self) -> bytes:
+        """The whole body to forward: a new copy when it changed (a proxy writes `pieces`)."""
+        return envelope.joined(self.pieces)
+
+    @property
+    def size(self) -> int:
+        return sum(len(piece) for piece in self.pieces)
+
     def changed(self, original: bytes) -> bool:
-        return self.body is not original
+        return len(self.pieces) != 1 or self.pieces[0] is not original
 
 
 def count_tokens(report: RunReport, count: Callable[[bytes], int]) -> dict[str, tuple[int, int]]:
@@ -109,7 +118,7 @@ def _token_totals(
 
 def skipped_report(body: bytes, names: Sequence[str], reason: str) -> RunReport:
     """The report for a request the pipeline did not look at (no body, too large, ...)."""
-    return RunReport(body, tuple(ComponentRun(n, "skipped", reason) for n in names))
+    return RunReport((body,), tuple(ComponentRun(n, "skipped", reason) for n in names))
 
 
 # The registry: a literal table name -> factory(options). Order here is not pipeline order.
@@ -172,13 +181,13 @@ class Pipeline:
         `api` is the API the request was sent to, if known (see `envelope.compact`).
         """
         if not self.components:
-            return RunReport(body, ())
+            return RunReport((body,), ())
         try:
             result = envelope.compact(body, self.memo, self._rewrites, api)
             return self._report(result)
         except Exception as exc:  # the runner itself failing still must not fail a request
             return RunReport(
-                body,
+                (body,),
                 tuple(ComponentRun(n, "error", type(exc).__name__) for n in self.names),
                 errors=tuple((n, f"{type(exc).__name__}: {exc}") for n in self.names),
             )
@@ -188,7 +197,7 @@ class Pipeline:
             if result.reason.startswith("error:"):
                 kind = result.reason.removeprefix("error:")
                 runs = tuple(ComponentRun(n, "error", kind) for n in self.names)
-                return RunReport(result.body, runs, errors=tuple((n, kind) for n in self.names))
+                return RunReport(result.pieces, runs, errors=tuple((n, kind) for n in self.names))
             return skipped_report(result.body, self.names, result.reason)
         entries = [entry for entry, _ in result.catalogues]
         if len(entries) == 1:  # the usual request: its parts are the same every turn
@@ -200,7 +209,7 @@ class Pipeline:
         runs, applied, errors = parts
         hits = sum(1 for _, hit in result.catalogues if hit)
         return RunReport(
-            result.body,
+            result.pieces,
             runs,
             memo_hits=hits,
             memo_misses=len(result.catalogues) - hits,
