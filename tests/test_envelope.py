@@ -89,7 +89,8 @@ def test_compacted_body_comes_as_views_of_the_input_around_the_memoized_catalogu
         assert isinstance(head, memoryview) and head.obj is body  # not copied
         assert isinstance(tail, memoryview) and tail.obj is body
         assert catalogue is result.catalogues[0][0].output  # the memo's own bytes
-        assert result.body == b'{"model":"m","tools":[{"input_schema":{},"name":"t"}],"stream":true}'
+        expected = b'{"model":"m","tools":[{"input_schema":{},"name":"t"}],"stream":true}'
+        assert result.body == expected
 
 
 def test_unchanged_body_is_the_one_piece_and_the_same_object() -> None:

@@ -242,18 +242,25 @@ def test_token_counting_never_touches_the_network() -> None:
     assert int(result.stdout) == 2
 
 
-def test_memory_is_bounded_by_the_memo_entries_evicted_ones_are_freed() -> None:
+def test_memory_is_bounded_by_the_memo_entries_evicted_ones_are_freed_at_once() -> None:
+    """Freed by reference counting alone: an entry in a reference cycle would wait for a full
+    collection, and under a flood of new catalogues thousands would pile up meanwhile."""
     import gc
     import weakref
 
     pipeline = Pipeline(["toolschema"], memo_size=8)
-    entries = []
-    for index in range(100):
-        schema = {"type": "object", "title": "T", "properties": {"a": {"title": "A"}}}
-        tools = [{"name": f"tool_{index}", "description": "d" * 200, "input_schema": schema}]
-        body = json.dumps({"model": "m", "messages": [], "tools": tools}).encode()
-        [applied] = pipeline.run(body).applied
-        entries.append(weakref.ref(applied.stages))
-        pipeline.run(body)  # a hit: its report parts are cached on the entry
-    gc.collect()
-    assert sum(1 for entry in entries if entry() is not None) == 8
+    entries, stages = [], []
+    gc.disable()
+    try:
+        for index in range(100):
+            schema = {"type": "object", "title": "T", "properties": {"a": {"title": "A"}}}
+            tools = [{"name": f"tool_{index}", "description": "d" * 200, "input_schema": schema}]
+            body = json.dumps({"model": "m", "messages": [], "tools": tools}).encode()
+            [applied] = pipeline.run(body).applied
+            stages.append(weakref.ref(applied.stages))
+            pipeline.run(body)  # a hit: its report parts are cached on the entry
+            entries.append(weakref.ref(pipeline.memo.most_recent()))  # type: ignore[arg-type]
+        assert sum(1 for entry in entries if entry() is not None) == 8
+        assert sum(1 for stage in stages if stage() is not None) == 8
+    finally:
+        gc.enable()

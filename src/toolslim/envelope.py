@@ -59,6 +59,34 @@ class CatalogueRun:
     bytes_after: int = 0
 
 
+class StageTokens:
+    """Token counts of one catalogue's canonical stages (input, then after each component),
+    counted at most once. Apart from its Entry so that what a report holds on to does not
+    point back at the entry: an entry in a reference cycle outlives its eviction until a full
+    garbage collection, and under a flood of new catalogues thousands of them piled up."""
+
+    def __init__(self, raw: bytes, rewrites: Sequence[Rewrite]) -> None:
+        self._raw = raw
+        self._rewrites = tuple(rewrites)
+        self._tokens: tuple[int, ...] | None = None
+        self._lock = threading.Lock()
+
+    def cached_token_counts(self) -> tuple[int, ...] | None:
+        """The stage token counts if already counted, without waiting or counting."""
+        return self._tokens
+
+    def token_counts(self, count: Callable[[bytes], int]) -> tuple[int, ...]:
+        """Tokens of each canonical stage, counted once.
+
+        Tokenizing is slow, so the proxy calls this off the request path (thread-safe); the
+        stages are rebuilt from the raw bytes here rather than kept in memory meanwhile.
+        """
+        with self._lock:
+            if self._tokens is None:
+                self._tokens = tuple(count(s) for s in stages(self._raw, self._rewrites))
+            return self._tokens
+
+
 class Entry:
     """A memoized rewrite of one exact catalogue: the same input bytes give the same output."""
 
@@ -74,27 +102,10 @@ class Entry:
         self.output = output  # None: keep the original bytes (skip)
         self.runs = runs
         self.errors = errors  # (component index, "ExcType: message")
-        self._rewrites = tuple(rewrites)
-        self._tokens: tuple[int, ...] | None = None
-        self._lock = threading.Lock()
+        self.stages = StageTokens(raw, rewrites)
         # What the pipeline reports for this catalogue, computed once and stored here so it
-        # lives and dies with the entry (a side table keyed by the entry would keep it alive).
+        # lives and dies with the entry (it must not refer back to the entry: see StageTokens).
         self.report_parts: Any = None
-
-    def cached_token_counts(self) -> tuple[int, ...] | None:
-        """The stage token counts if already counted, without waiting or counting."""
-        return self._tokens
-
-    def token_counts(self, count: Callable[[bytes], int]) -> tuple[int, ...]:
-        """Tokens of each canonical stage (input, then after each component), counted once.
-
-        Tokenizing is slow, so the proxy calls this off the request path (thread-safe); the
-        stages are rebuilt from the raw bytes here rather than kept in memory meanwhile.
-        """
-        with self._lock:
-            if self._tokens is None:
-                self._tokens = tuple(count(s) for s in stages(self.raw, self._rewrites))
-            return self._tokens
 
 
 class Memo:
@@ -621,7 +632,10 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
         runs.append(run)
     if not adopted:
         return Entry(raw, None, tuple(runs), errors=tuple(errors))
-    return Entry(raw, output, tuple(runs), rewrites, tuple(errors))
+    # orjson's result keeps the buffer it grew into (2-4x its length); the memo keeps an
+    # exact-size copy instead.
+    exact = memoryview(output).tobytes()
+    return Entry(raw, exact, tuple(runs), rewrites, tuple(errors))
 
 
 def _skipped(raw: bytes, count: int, reason: str) -> Entry:

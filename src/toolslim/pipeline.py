@@ -224,7 +224,9 @@ class Pipeline:
             for index, name in enumerate(self.names)
         )
         applied = tuple(
-            AppliedCatalogue(entry, self.names, tuple(r.outcome == "applied" for r in entry.runs))
+            AppliedCatalogue(
+                entry.stages, self.names, tuple(r.outcome == "applied" for r in entry.runs)
+            )
             for entry in entries
             if entry.output is not None
         )
