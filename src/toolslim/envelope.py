@@ -99,6 +99,7 @@ class Entry:
         errors: tuple[tuple[int, str], ...] = (),
     ) -> None:
         self.raw = raw
+        self.suffix = raw[-_PREFIX:]  # what the memo-hit search looks for (see _recent_hit)
         self.output = output  # None: keep the original bytes (skip)
         self.runs = runs
         self.errors = errors  # (component index, "ExcType: message")
@@ -218,26 +219,33 @@ def compact(
                     entry = rewrite(raw, rewrites, parsed)
                     memo.put(key, entry)
                 found.append((start, entry, hit))
-        return Compacted(_splice(body, found), tuple((e, hit) for _, e, hit in found))
+        found.sort(key=_start)
+        return Compacted(_splice(body, found), tuple([(e, hit) for _, e, hit in found]))
     except Exception as exc:  # fail open: the body goes on exactly as it came
         return Compacted((body,), reason=f"error:{type(exc).__name__}")
 
 
 def _splice(body: bytes, found: list[tuple[int, Entry, bool]]) -> tuple[Piece, ...]:
-    """The body with each adopted catalogue replaced, as views of `body` and memoized outputs:
-    nothing is copied (joining a 2 MB body costs more than the whole memo-hit lookup)."""
+    """The body with each adopted catalogue (in body order) replaced, as views of `body` and
+    memoized outputs: nothing is copied (joining a 2 MB body costs more than a memo hit)."""
     view = memoryview(body)
     pieces: list[Piece] = []
     position = 0
-    for start, entry, _ in sorted(found, key=lambda f: f[0]):
-        if entry.output is None:
-            continue
-        pieces += (view[position:start], entry.output)
-        position = start + len(entry.raw)
+    for start, entry, _ in found:
+        if entry.output is not None:
+            if start > position:
+                pieces.append(view[position:start])
+            pieces.append(entry.output)
+            position = start + len(entry.raw)
     if not pieces:
         return (body,)
-    pieces.append(view[position:])
-    return tuple(piece for piece in pieces if len(piece))
+    if position < len(body):
+        pieces.append(view[position:])
+    return tuple(pieces)
+
+
+def _start(found: tuple[int, Entry, bool]) -> int:
+    return found[0]
 
 
 def _memo_hit(body: bytes, memo: Memo, nested: bool) -> list[tuple[int, Entry, bool]] | None:
@@ -280,15 +288,17 @@ def _recent_hit(body: bytes, entry: Entry) -> list[tuple[int, Entry, bool]] | No
     if len(raw) < _PREFIX:
         return None
     window = max(0, len(body) - len(raw) - _TAIL_WINDOW)
-    end = body.rfind(raw[-_PREFIX:], window)
+    end = body.rfind(entry.suffix, window)
     value_start = end + _PREFIX - len(raw) if end != -1 else body.find(raw[:_PREFIX])
     if value_start < 0 or not body.startswith(raw, value_start):
         return None
     colon = _skip_ws_back(body, value_start - 1)
-    key_start = _skip_ws_back(body, colon - 1) + 1 - len(_TOOLS_KEY)
-    if key_start < 0 or _value_after_key(body, key_start, len(_TOOLS_KEY)) != value_start:
+    if colon < 0 or body[colon] != 0x3A:  # ':'
         return None
-    if not body.startswith(_TOOLS_KEY, key_start):
+    key_start = _skip_ws_back(body, colon - 1) + 1 - len(_TOOLS_KEY)
+    if key_start < 0 or not body.startswith(_TOOLS_KEY, key_start):
+        return None
+    if key_start > 0 and body[key_start - 1] == 0x5C:  # an escaped quote: inside a string
         return None
     value_end = value_start + len(raw)
     if _key_candidates(body, _TOOLS_KEY, value_end):

@@ -97,10 +97,12 @@ def count_tokens(report: RunReport, count: Callable[[bytes], int]) -> dict[str, 
 
 def cached_tokens(report: RunReport) -> dict[str, tuple[int, int]] | None:
     """`count_tokens` without counting: None unless every catalogue was counted before."""
-    counts = [c.stages.cached_token_counts() for c in report.applied]
-    if any(c is None for c in counts):
-        return None
-    return _token_totals(report, counts)  # type: ignore[arg-type]
+    counts = []
+    for catalogue in report.applied:
+        if (stage_counts := catalogue.stages.cached_token_counts()) is None:
+            return None
+        counts.append(stage_counts)
+    return _token_totals(report, counts)
 
 
 def _token_totals(
@@ -199,15 +201,16 @@ class Pipeline:
                 runs = tuple(ComponentRun(n, "error", kind) for n in self.names)
                 return RunReport(result.pieces, runs, errors=tuple((n, kind) for n in self.names))
             return skipped_report(result.body, self.names, result.reason)
-        entries = [entry for entry, _ in result.catalogues]
-        if len(entries) == 1:  # the usual request: its parts are the same every turn
-            parts = entries[0].report_parts
+        if len(result.catalogues) == 1:  # the usual request: its parts are the same every turn
+            [(entry, hit)] = result.catalogues
+            parts = entry.report_parts
             if parts is None:
-                parts = entries[0].report_parts = self._report_parts(entries)
+                parts = entry.report_parts = self._report_parts([entry])
+            hits = 1 if hit else 0
         else:
-            parts = self._report_parts(entries)
+            parts = self._report_parts([entry for entry, _ in result.catalogues])
+            hits = [hit for _, hit in result.catalogues].count(True)
         runs, applied, errors = parts
-        hits = sum(1 for _, hit in result.catalogues if hit)
         return RunReport(
             result.pieces,
             runs,

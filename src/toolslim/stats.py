@@ -145,6 +145,14 @@ class Stats:
             self.series.append([start, 0, 0, 0])
         return self.series[-1]
 
+    def _counters(self, component: str) -> ComponentCounters:
+        """A component's counters (made on first use, not built to be thrown away on every
+        call as `setdefault` would)."""
+        counters = self.components.get(component)
+        if counters is None:
+            counters = self.components[component] = ComponentCounters()
+        return counters
+
     def record_request(
         self, *, upstream: str, api: str, status: int, bytes_in: int, bytes_out: int
     ) -> None:
@@ -163,7 +171,7 @@ class Stats:
         self.memo_misses += report.memo_misses
         point = self._series_point()
         for run in report.runs:
-            counters = self.components.setdefault(run.component, ComponentCounters())
+            counters = self._counters(run.component)
             if run.outcome == "applied":
                 counters.applied += 1
                 counters.catalogue_bytes_before += run.bytes_before
@@ -177,13 +185,15 @@ class Stats:
             counters.tools_seen += run.tools_seen
             if run.outcome == "applied":  # a rewrite that was not adopted removed nothing
                 counters.tools_changed += run.tools_changed
-                counters.removed.update(run.removed)
+                removed = counters.removed  # not Counter.update: its Mapping check is slow
+                for keyword, count in run.removed.items():
+                    removed[keyword] += count
 
     def record_tokens(self, tokens: dict[str, tuple[int, int]]) -> int:
         """Catalogue tokens before/after per component for one request; returns tokens saved."""
         saved = 0
         for name, (before, after) in tokens.items():
-            counters = self.components.setdefault(name, ComponentCounters())
+            counters = self._counters(name)
             counters.catalogue_tokens_before += before
             counters.catalogue_tokens_after += after
             saved += before - after
