@@ -1148,3 +1148,21 @@ async def test_sigterm_stops_accepting_lets_the_stream_in_flight_finish_and_exit
     log = err.decode()
     assert "POST /v1/messages upstream=anthropic api=anthropic status=200" in log
     assert KEY not in log
+
+
+def test_serving_hides_start_up_objects_from_the_collector_and_collects_young_ones_rarely() -> None:
+    """In a child process: the collector settings are process-wide, so tests never change them
+    in the test runner itself."""
+    code = (
+        "import gc\n"
+        "from toolslim.app import _tune_gc\n"
+        "before = gc.get_threshold()\n"
+        "_tune_gc()\n"
+        "print(gc.get_freeze_count() > 1000, gc.get_threshold()[0] > before[0],"
+        " gc.get_threshold()[1:] == before[1:])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "True", "True"]

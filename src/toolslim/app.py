@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
+import gc
 import hmac
 import importlib
 import logging
@@ -155,6 +156,7 @@ async def _serve(settings: Settings) -> int:
         shutdown_timeout=settings.shutdown_grace,
     )
     await runner.setup()
+    _tune_gc()
     try:
         site = web.TCPSite(runner, settings.host, settings.port, backlog=1024)
         await site.start()
@@ -181,6 +183,24 @@ async def _serve(settings: Settings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.remove_signal_handler(signum)
     return 0
+
+
+# Container allocations the young generation takes before a collection. The default, 700,
+# is crossed every ~20 requests by the objects of the requests in flight alone, and each
+# collection walks them all: ~17 us of CPU per request at 80 KB (measured with gc.callbacks).
+# A request's objects are freed by reference counting when it ends, so the net count stays
+# far below this; only reference cycles (garbage the collector exists for) add up to it.
+_GC_YOUNG_THRESHOLD: Final = 10_000
+
+
+def _tune_gc() -> None:
+    """Collect what start-up left, move every surviving object (modules, the tokenizer, the
+    app) out of the collector's sight for good, and raise the young threshold: a full
+    collection then costs ~1 ms instead of ~14 ms, and the young one rarely runs."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(_GC_YOUNG_THRESHOLD, middle, old)
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:
