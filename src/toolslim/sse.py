@@ -352,22 +352,22 @@ def _mentions(data: str, key: str) -> bool:
     return False
 
 
-def _mentions_in(data: bytes | bytearray, key: bytes, end: int) -> bool:
-    """Whether raw event bytes before `end` may hold `key` with a non-null value.
+def _mention(data: bytes | bytearray, key: bytes, start: int, end: int) -> int:
+    """Where in data[start:end] raw event bytes may hold `key` with a non-null value, or -1.
 
     Only a superset test of `_mentions` over each event's data: a key the decoded data holds
     is in the bytes too, and "null" is trusted only on the key's own line (between lines the
     text would gain a "\n" and lose the next line's "data:" prefix).
     """
-    start = data.find(key, 0, end)
-    while start >= 0:
-        after = start + len(key)
+    at = data.find(key, start, end)
+    while at >= 0:
+        after = at + len(key)
         if not data.startswith(b":null", after) and not data[after : after + 16].lstrip(
             b" \t:"
         ).startswith(b"null"):
-            return True
-        start = data.find(key, after, end)
-    return False
+            return at
+        at = data.find(key, after, end)
+    return -1
 
 
 _UTF8 = codecs.getincrementaldecoder("utf-8")
@@ -540,8 +540,8 @@ class UsageObserver:
             if cut < size and buf[cut] == 10 and buf[end + 1] == 13:
                 cut += 1  # the LF of that last CRLF
             for key in self._key_bytes:
-                if _mentions_in(buf, key, cut):
-                    self._feed_events(bytes(buf[:cut]))
+                if _mention(buf, key, 0, cut) >= 0:
+                    self._feed_usage_events(buf, cut)
                     if not self._available:
                         return
                     break
@@ -557,6 +557,32 @@ class UsageObserver:
             # budget: from this event's start on, let the decoder see every byte.
             self._held = None
             self._feed_events(bytes(held))
+
+    def _feed_usage_events(self, buf: bytes | bytearray, cut: int) -> None:
+        """Decode, of the complete events before `cut`, only those whose bytes may carry usage.
+
+        With LF line breaks an event ends at the first LF LF after any of its bytes and starts
+        after the last one before; each such event is decoded on its own (the decoder is clean
+        at every boundary). A stream chunk read under load often holds the whole answer, and
+        decoding its 30 deltas cost more than everything else the proxy does per request.
+        With CR line breaks the edges are subtler: every event before `cut` is decoded.
+        """
+        if buf.find(b"\r", 0, cut) >= 0:
+            self._feed_events(bytes(buf[:cut]))
+            return
+        spans: set[tuple[int, int]] = set()
+        for key in self._key_bytes:
+            at = _mention(buf, key, 0, cut)
+            while at >= 0:
+                start = buf.rfind(b"\n\n", 0, at) + 2  # 1: no boundary before it
+                end = buf.find(b"\n\n", at, cut) + 2  # cut ends an event: always found
+                spans.add((start if start > 1 else 0, end))
+                at = _mention(buf, key, end, cut)
+        for start, end in sorted(spans):
+            self._at_start = self._at_start and start == 0
+            self._feed_events(bytes(buf[start:end]))
+            if not self._available:
+                return
 
     def _conclude(self) -> Usage | None:
         if not self._available:
