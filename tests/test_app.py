@@ -868,6 +868,21 @@ async def test_idle_gap_longer_than_idle_chunk_ends_the_stream_and_counts_timeou
     assert snapshot["requests"]["upstream_errors"]["timeout"] == 1
 
 
+async def test_stream_longer_than_idle_chunk_with_shorter_gaps_completes_intact(
+    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    server = await proxy(timeouts=Timeouts(connect=5, response_headers=5, idle_chunk=0.3))
+    started = time.monotonic()
+    async with client.post(
+        server.make_url("/v1/messages"), data=b"{}", headers={"X-Fake": "sse:8:100"}
+    ) as response:
+        raw = await response.read()
+    assert time.monotonic() - started > 0.6  # the whole stream outlasted idle_chunk twice over
+    assert len([line for line in raw.split(b"\n") if line.startswith(b"data: ")]) == 10
+    snapshot = await stats_of(client, server, total_is(1))
+    assert snapshot["requests"]["upstream_errors"]["timeout"] == 0
+
+
 async def test_hundred_concurrent_streams_all_complete_intact(
     upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
 ) -> None:
