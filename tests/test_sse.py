@@ -154,8 +154,11 @@ def observe(
     content_type: str | None = SSE,
     content_encoding: str | None = None,
     max_buffer: int = 8 * 1024 * 1024,
+    batch: int = 0,
 ) -> Usage | None:
-    observer = UsageObserver(api, content_type, content_encoding, max_buffer)
+    """Usage as the observer reads `chunks`, looking at each read on its own by default: the
+    path that has to get every boundary between reads right (the proxy batches reads)."""
+    observer = UsageObserver(api, content_type, content_encoding, max_buffer, batch)
     for chunk in chunks:
         observer.feed(chunk)
     return observer.finish()
@@ -419,7 +422,7 @@ def reference(
     api: str, chunks: list[bytes], content_encoding: str | None = None, max_buffer: int = 1 << 23
 ) -> Usage | None:
     """The observer as it was: every byte goes through SSEDecoder, every event is looked at."""
-    observer = UsageObserver(api, SSE, content_encoding, max_buffer)
+    observer = UsageObserver(api, SSE, content_encoding, max_buffer, batch=0)
     observer._held = None  # the mode it otherwise enters only when an event outgrows max_buffer
     for chunk in chunks:
         observer.feed(chunk)
@@ -545,6 +548,25 @@ def test_the_fast_path_agrees_with_the_reference_on_any_chunking_of_a_stream(
 
 
 # --- UsageObserver: truncated and usage-less responses ------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(STREAMS))
+@pytest.mark.parametrize("batch", [1, 64, 64 * 1024])
+def test_batched_reads_give_the_same_usage_as_each_read_on_its_own(name: str, batch: int) -> None:
+    stream, usage = STREAMS[name]
+    for i in range(0, len(stream) + 1, 7):
+        chunks = [stream[:i], stream[i:]]
+        assert observe(name, chunks, batch=batch) == observe(name, chunks) == usage, i
+    chunks = bytewise(stream)
+    assert observe(name, chunks, batch=batch) == usage
+
+
+def test_reads_are_collected_until_a_batch_is_full_then_looked_at() -> None:
+    observer = UsageObserver("anthropic", SSE, None, batch=100)
+    observer.feed(b"x" * 60)
+    assert observer._pending_size == 60  # not looked at yet
+    observer.feed(b"x" * 60)
+    assert observer._pending == []  # past the batch: looked at, and let go
 
 
 @pytest.mark.parametrize(
