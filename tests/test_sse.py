@@ -445,6 +445,12 @@ TRICKY_STREAMS = {
     "bom-after-a-boundary": b"data: x\n\n\xef\xbb\xbf"
     + OPENAI_CHAT_STREAM.split(b"\n\n")[2]
     + b"\n\n",
+    # Not UTF-8: the decoder reads U+FFFD there, so the event is still valid JSON.
+    "invalid-utf8-in-a-usage-event": ANTHROPIC_STREAM.replace(
+        b'"role":"assistant"', b'"role":"assistant\xff"', 1
+    ),
+    "data-without-colon-and-fields-around-usage": b"id: 7\nretry: 5\ndata\n"
+    + ANTHROPIC_STREAM.replace(b"data: ", b"data:", 1),
 }
 
 
@@ -469,6 +475,8 @@ def test_the_fast_path_is_exercised_and_reads_the_tricky_streams() -> None:
         93, 46, 1024
     )
     assert observe("openai-chat", [TRICKY_STREAMS["null-on-the-next-line-is-not-null"]]) is None
+    stream = TRICKY_STREAMS["invalid-utf8-in-a-usage-event"]
+    assert observe("anthropic", [stream]) == ANTHROPIC_USAGE
 
 
 @pytest.mark.parametrize("max_buffer", [0, 1, 10, 40, 100, 300])

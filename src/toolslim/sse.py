@@ -352,6 +352,18 @@ def _mentions(data: str, key: str) -> bool:
     return False
 
 
+def _mentions_bytes(data: bytes, key: bytes) -> bool:
+    """`_mentions` over an event's data as UTF-8 bytes (the bytes before "null" are ASCII, so
+    a 16-byte window sees what the 16-character one does)."""
+    start = data.find(key)
+    while start >= 0:
+        end = start + len(key)
+        if not data[end : end + 16].lstrip(b" \t\r\n:").startswith(b"null"):
+            return True
+        start = data.find(key, end)
+    return False
+
+
 def _mention(data: bytes | bytearray, key: bytes, start: int, end: int) -> int:
     """Where in data[start:end] raw event bytes may hold `key` with a non-null value, or -1.
 
@@ -389,6 +401,7 @@ def _keys(providers: tuple[_Provider, ...]) -> tuple[tuple[str, ...], tuple[byte
 KEYS: Final = {api: _keys(providers) for api, providers in PROVIDERS.items()}
 
 _JSON_START: Final = frozenset(b"{[")
+_BOM: Final = b"\xef\xbb\xbf"
 _WHITESPACE: Final = b" \t\r\n"
 
 
@@ -606,9 +619,33 @@ class UsageObserver:
                 at = _mention(buf, key, end, cut)
         for start, end in sorted(spans):
             self._at_start = self._at_start and start == 0
-            self._feed_events(bytes(buf[start:end]))
+            event = bytes(buf[start:end])
+            if not self._read_event(event):
+                self._feed_events(event)
             if not self._available:
                 return
+
+    def _read_event(self, event: bytes) -> bool:
+        """Observe one complete LF-delimited event straight from its bytes, as SSEDecoder
+        would see it; False when only the decoder can say (bytes that are not UTF-8)."""
+        if self._at_start and event.startswith(_BOM):
+            event = event[len(_BOM) :]
+        parts = []
+        for line in event.split(b"\n"):
+            field, _, value = line.partition(b":")
+            if field == b"data":
+                parts.append(value[1:] if value[:1] == b" " else value)
+        if not parts:
+            return True  # no data line: the decoder dispatches nothing
+        data = b"\n".join(parts)
+        for key in self._key_bytes:
+            if _mentions_bytes(data, key):
+                try:
+                    self._observe(orjson.loads(data))
+                except orjson.JSONDecodeError:
+                    return False  # not UTF-8 (the decoder replaces), or not JSON (it raises)
+                break
+        return True
 
     def _conclude(self) -> Usage | None:
         if not self._available:
