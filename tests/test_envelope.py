@@ -82,15 +82,27 @@ def test_golden_body_gives_the_same_bytes_with_a_warm_memo(case: dict[str, Any])
 
 
 def test_compacted_body_comes_as_views_of_the_input_around_the_memoized_catalogue() -> None:
-    body = b'{"model":"m","tools":[{"name":"t","input_schema":{"title":"x"}}],"stream":true}'
+    tail = b',"metadata":"' + b"m" * 2000 + b'"}'
+    body = b'{"model":"m","tools":[{"name":"t","input_schema":{"title":"x"}}]' + tail
     memo = Memo(8)
     for result in (compact(body, memo, STRIP), compact(body, memo, STRIP)):  # miss, then hit
-        head, catalogue, tail = result.pieces
+        head, catalogue, rest = result.pieces
         assert isinstance(head, memoryview) and head.obj is body  # not copied
-        assert isinstance(tail, memoryview) and tail.obj is body
+        assert isinstance(rest, memoryview) and rest.obj is body and bytes(rest) == tail
         assert catalogue is result.catalogues[0][0].output  # the memo's own bytes
-        expected = b'{"model":"m","tools":[{"input_schema":{},"name":"t"}],"stream":true}'
-        assert result.body == expected
+        assert result.body == b'{"model":"m","tools":[{"input_schema":{},"name":"t"}]' + tail
+
+
+def test_a_short_rest_of_the_body_goes_joined_to_the_catalogue_built_once() -> None:
+    body = b'{"model":"m","tools":[{"name":"t","input_schema":{"title":"x"}}],"stream":true}'
+    memo = Memo(8)
+    first, second = compact(body, memo, STRIP), compact(body, memo, STRIP)
+    head, joined = second.pieces
+    assert isinstance(head, memoryview) and head.obj is body
+    assert joined == b'[{"input_schema":{},"name":"t"}],"stream":true}'
+    assert first.pieces[1] is joined  # the same rest: the same bytes object, no new copy
+    other = compact(body.replace(b"true", b"false"), memo, STRIP)
+    assert other.body == b'{"model":"m","tools":[{"input_schema":{},"name":"t"}],"stream":false}'
 
 
 def test_unchanged_body_is_the_one_piece_and_the_same_object() -> None:

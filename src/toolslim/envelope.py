@@ -40,6 +40,7 @@ _SCALAR = re.compile(rb"[^\s,\]}]+")
 _PREFIX = 64  # bytes of a catalogue that index it for the memo-hit byte comparison
 _MAX_CANDIDATES = 64  # `"tools":` keys the hit path looks at before it hands over
 _TAIL_WINDOW = 64 * 1024  # bytes after a catalogue the reverse search looks through
+_SHORT_TAIL = 1024  # bytes after the last catalogue that are sent joined to its output
 
 
 class DuplicateKey(ValueError):
@@ -104,9 +105,21 @@ class Entry:
         self.runs = runs
         self.errors = errors  # (component index, "ExcType: message")
         self.stages = StageTokens(raw, rewrites)
+        self._with_tail: tuple[bytes, bytes] | None = None
         # What the pipeline reports for this catalogue, computed once and stored here so it
         # lives and dies with the entry (it must not refer back to the entry: see StageTokens).
         self.report_parts: Any = None
+
+    def output_with_tail(self, tail: bytes) -> bytes:
+        """The output followed by the short rest of the body, built once per distinct rest.
+
+        Agents send `tools` near the end and the same few bytes after it on every turn
+        (metadata, max_tokens, stream): one piece instead of two saves the proxy a write.
+        """
+        assert self.output is not None
+        if self._with_tail is None or self._with_tail[0] != tail:
+            self._with_tail = (tail, self.output + tail)
+        return self._with_tail[1]
 
 
 class Memo:
@@ -240,7 +253,11 @@ def _splice(body: bytes, found: list[tuple[int, Entry, bool]]) -> tuple[Piece, .
     if not pieces:
         return (body,)
     if position < len(body):
-        pieces.append(view[position:])
+        last = found[-1][1]
+        if len(body) - position <= _SHORT_TAIL and pieces[-1] is last.output:
+            pieces[-1] = last.output_with_tail(body[position:])
+        else:
+            pieces.append(view[position:])
     return tuple(pieces)
 
 
