@@ -139,7 +139,9 @@ def make_app(settings: Settings) -> web.Application:
 
 def serve(settings: Settings) -> int:
     """Run the proxy until SIGTERM/SIGINT, then drain in-flight requests; the exit status."""
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(_LineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(handlers=[handler])
     logging.getLogger("toolslim").setLevel(settings.log_level.upper())
     # The format shows none of the caller, thread or process, and looking them up was a third
     # of each request's log call (the logging HOWTO's "Optimization" settings).
@@ -148,6 +150,24 @@ def serve(settings: Settings) -> int:
     logging.logProcesses = False
     logging.logMultiprocessing = False
     return asyncio.run(_serve(settings))
+
+
+class _LineFormatter(logging.Formatter):
+    """logging's own line, with its date and time formatted once a second instead of once a
+    line (time.strftime was 4 us of each request's log call, measured in the proxy)."""
+
+    _second = -1
+    _stamp = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._stamp = time.strftime(self.default_time_format, self.converter(second))
+            self._second = second
+        msec_format = self.default_msec_format
+        return msec_format % (self._stamp, record.msecs) if msec_format else self._stamp
 
 
 async def _serve(settings: Settings) -> int:
