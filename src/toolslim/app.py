@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import orjson
-import prometheus_client
 from aiohttp import (
     ClientConnectorError,
     ClientError,
@@ -41,7 +40,7 @@ from aiohttp import (
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.payload import Payload
 from aiohttp.typedefs import Handler
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDict
 from yarl import URL
 
 from toolslim import capture, metrics, tokens
@@ -88,7 +87,7 @@ SETTINGS: Final = web.AppKey("settings", Settings)
 STATS: Final = web.AppKey("stats", Stats)
 PIPELINE: Final = web.AppKey("pipeline", Pipeline)
 SESSION: Final = web.AppKey("session", ClientSession)
-REGISTRY: Final = web.AppKey("registry", prometheus_client.CollectorRegistry)
+REGISTRY: Final = web.AppKey("registry", metrics.Registry)
 LIFECYCLE: Final = web.AppKey("lifecycle", Lifecycle)
 CAPTURE: Final = web.AppKey[capture.Recorder | None]("capture")
 
@@ -367,7 +366,7 @@ async def _proxy(request: web.Request) -> web.StreamResponse:
 async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamResponse:
     app = request.app
     settings, pipeline = app[SETTINGS], app[PIPELINE]
-    headers = _end_to_end(request.headers, _REQUEST_REBUILT)
+    headers = _drop_hop_by_hop(CIMultiDict(request.headers), _REQUEST_REBUILT)
     limit = settings.max_body_bytes
     declared = request.content_length
     overflow = declared is not None and declared > limit
@@ -386,8 +385,8 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
     else:
         report, forwarded = _transform(body, headers, pipeline, limit, exchange.route.api)
         exchange.report = report
-        exchange.bytes_in = len(body)
-        exchange.bytes_out = sum(len(piece) for piece in forwarded)
+        payload = _Pieces(forwarded)
+        exchange.bytes_in, exchange.bytes_out = len(body), payload.length
         for component, message in report.errors:
             log.warning("component %s failed on %s: %s", component, exchange.path, message)
         if report.applied:
@@ -407,7 +406,7 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
                 body=body,
                 forwarded=joined(forwarded),
             )
-        data = _Pieces(forwarded)
+        data = payload
     url = URL(exchange.route.upstream.url + exchange.route.target, encoded=True)
     sent = time.perf_counter()
     exchange.overhead = sent - exchange.received
@@ -482,7 +481,8 @@ async def _relay(
     stats, settings = request.app[STATS], request.app[SETTINGS]
     exchange.status = upstream.status
     response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-    response.headers.extend(_end_to_end(upstream.headers, HOP_BY_HOP))
+    response.headers.extend(upstream.headers)
+    _drop_hop_by_hop(response.headers, HOP_BY_HOP)
     observer = UsageObserver(
         exchange.route.api,
         upstream.headers.get("Content-Type"),
@@ -714,21 +714,17 @@ def _abort(request: web.Request) -> None:
         transport.close()
 
 
-def _end_to_end(headers: CIMultiDictProxy[str], drop: frozenset[str]) -> CIMultiDict[str]:
-    """The headers minus hop-by-hop ones: `drop`, Proxy-*, and those Connection names.
-
-    Copied whole, then pruned: the copy is one C call, and few names ever need removing.
-    """
-    kept = CIMultiDict(headers)
+def _drop_hop_by_hop(headers: CIMultiDict[str], drop: frozenset[str]) -> CIMultiDict[str]:
+    """Remove, in place, the hop-by-hop headers: `drop`, Proxy-*, and those Connection names."""
+    listed = [t.strip() for v in headers.getall("Connection", ()) for t in v.split(",")]
     for name in drop:
-        if name in kept:
-            del kept[name]
-    for value in headers.getall("Connection", ()):
-        for token in value.split(","):
-            kept.popall(token.strip(), None)
-    for name in [name for name in kept if name[:6].lower() == "proxy-"]:
-        kept.popall(name, None)
-    return kept
+        if name in headers:
+            del headers[name]
+    for name in listed:
+        headers.popall(name, None)
+    for name in [name for name in headers if name[:6].lower() == "proxy-"]:
+        headers.popall(name, None)
+    return headers
 
 
 async def _read_body(content: StreamReader, limit: int) -> tuple[bytes, bool]:
@@ -769,7 +765,8 @@ class _Pieces(Payload):
     def __init__(self, pieces: tuple[Piece, ...]) -> None:
         super().__init__(pieces)
         self._pieces = pieces
-        self._length = self._size = sum(len(piece) for piece in pieces)
+        self.length: int = sum(len(piece) for piece in pieces)
+        self._size = self.length
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
         return joined(self._pieces).decode(encoding, errors)
@@ -781,7 +778,7 @@ class _Pieces(Payload):
         self, writer: AbstractStreamWriter, content_length: int | None
     ) -> None:
         writer.send_headers()
-        remaining = self._length if content_length is None else content_length
+        remaining = self.length if content_length is None else content_length
         for piece in self._pieces:
             if remaining <= 0:
                 break
@@ -916,8 +913,8 @@ async def _stats(request: web.Request) -> web.Response:
 async def _metrics(request: web.Request) -> web.Response:
     if not _authorized(request):
         return _unauthorized()
-    body = prometheus_client.generate_latest(request.app[REGISTRY])
-    headers = {"Content-Type": prometheus_client.CONTENT_TYPE_LATEST, "Cache-Control": "no-store"}
+    body = metrics.exposition(request.app[REGISTRY])
+    headers = {"Content-Type": metrics.CONTENT_TYPE, "Cache-Control": "no-store"}
     return web.Response(body=body, headers=headers)
 
 

@@ -23,6 +23,7 @@ TOOL_SCHEMA = "toolschema"  # the catalogue compactor, also exported under its o
 # The `le` spelling prometheus_client's own histograms use ("0.0001", "1.0", "+Inf").
 _le: Callable[[float], str] = floatToGoString
 CONTENT_TYPE: str = CONTENT_TYPE_LATEST  # for the /metrics response
+Registry = CollectorRegistry  # what make_registry returns, for the app's typed key
 
 
 def make_registry(stats: Stats) -> CollectorRegistry:

@@ -82,10 +82,6 @@ class RunReport:
         """The whole body to forward: a new copy when it changed (a proxy writes `pieces`)."""
         return envelope.joined(self.pieces)
 
-    @property
-    def size(self) -> int:
-        return sum(len(piece) for piece in self.pieces)
-
     def changed(self, original: bytes) -> bool:
         return len(self.pieces) != 1 or self.pieces[0] is not original
 
