@@ -352,18 +352,6 @@ def _mentions(data: str, key: str) -> bool:
     return False
 
 
-def _mentions_bytes(data: bytes, key: bytes) -> bool:
-    """`_mentions` over an event's data as UTF-8 bytes (the bytes before "null" are ASCII, so
-    a 16-byte window sees what the 16-character one does)."""
-    start = data.find(key)
-    while start >= 0:
-        end = start + len(key)
-        if not data[end : end + 16].lstrip(b" \t\r\n:").startswith(b"null"):
-            return True
-        start = data.find(key, end)
-    return False
-
-
 def _mention(data: bytes | bytearray, key: bytes, start: int, end: int) -> int:
     """Where in data[start:end] raw event bytes may hold `key` with a non-null value, or -1.
 
@@ -409,7 +397,8 @@ class UsageObserver:
     """Reads token usage from a copy of the response bytes, never delaying or altering them.
 
     `text/event-stream` bodies are cut into events by byte search, and only the events whose
-    bytes may carry usage are decoded (by SSEDecoder) and parsed; any other body is buffered up
+    bytes may carry usage are read (straight from their bytes, or through SSEDecoder when
+    their line breaks or bytes need it) and parsed; any other body is buffered up
     to `max_buffer` decoded bytes and parsed as JSON (an object, or an array of them as Gemini
     streams without alt=sse). Any surprise (unknown Content-Encoding, bad compression, junk
     counts, too many bytes) makes finish() return None.
@@ -505,7 +494,7 @@ class UsageObserver:
     def _look(self) -> None:
         """Look at the chunks collected so far, as one."""
         pending = self._pending
-        if not pending or not self._available:
+        if not pending:  # also once unavailable: _drop() empties it and feed() stops adding
             return
         data = pending[0] if len(pending) == 1 else b"".join(pending)
         self._pending = []
@@ -546,16 +535,13 @@ class UsageObserver:
             events = self._events = SSEDecoder() if self._at_start else _mid_stream_decoder()
         self._at_start = False
         for event in events.feed(data):
-            for key in self._keys:
-                if _mentions(event.data, key):
-                    self._observe(orjson.loads(event.data))
-                    break
+            self._observe_data(event.data)
         if events.buffered > self._max_buffer:
             self._drop()
 
     def _feed_boundaries(self, held: bytearray, data: bytes) -> None:
         """The fast path: find the last event boundary by byte search, and hand the complete
-        events before it to _feed_events only if their bytes may carry usage.
+        events before it to _feed_usage_events, which reads only those that may carry usage.
 
         A boundary leaves SSEDecoder clean (no line, data or type pending; any UTF-8 character
         complete), so skipping whole events changes nothing it would report. A CR there may
@@ -578,12 +564,9 @@ class UsageObserver:
             cut = end + 2
             if cut < size and buf[cut] == 10 and buf[end + 1] == 13:
                 cut += 1  # the LF of that last CRLF
-            for key in self._key_bytes:
-                if _mention(buf, key, 0, cut) >= 0:
-                    self._feed_usage_events(buf, cut)
-                    if not self._available:
-                        return
-                    break
+            self._feed_usage_events(buf, cut)
+            if not self._available:
+                return
             self._at_start = False
             if buf is held:
                 del held[:cut]
@@ -606,12 +589,14 @@ class UsageObserver:
         decoding its 30 deltas cost more than everything else the proxy does per request.
         With CR line breaks the edges are subtler: every event before `cut` is decoded.
         """
+        firsts = [(key, _mention(buf, key, 0, cut)) for key in self._key_bytes]
+        if all(at < 0 for _, at in firsts):
+            return
         if buf.find(b"\r", 0, cut) >= 0:
             self._feed_events(bytes(buf[:cut]))
             return
         spans: set[tuple[int, int]] = set()
-        for key in self._key_bytes:
-            at = _mention(buf, key, 0, cut)
+        for key, at in firsts:
             while at >= 0:
                 start = buf.rfind(b"\n\n", 0, at) + 2  # 1: no boundary before it
                 end = buf.find(b"\n\n", at, cut) + 2  # cut ends an event: always found
@@ -637,15 +622,19 @@ class UsageObserver:
                 parts.append(value[1:] if value[:1] == b" " else value)
         if not parts:
             return True  # no data line: the decoder dispatches nothing
-        data = b"\n".join(parts)
-        for key in self._key_bytes:
-            if _mentions_bytes(data, key):
-                try:
-                    self._observe(orjson.loads(data))
-                except orjson.JSONDecodeError:
-                    return False  # not UTF-8 (the decoder replaces), or not JSON (it raises)
-                break
+        try:
+            data = b"\n".join(parts).decode()
+        except UnicodeDecodeError:
+            return False  # the decoder reads U+FFFD there
+        self._observe_data(data)
         return True
+
+    def _observe_data(self, data: str) -> None:
+        """Parse one event's data if it carries usage (a cheap test before the parse)."""
+        for key in self._keys:
+            if _mentions(data, key):
+                self._observe(orjson.loads(data))
+                return
 
     def _conclude(self) -> Usage | None:
         if not self._available:
