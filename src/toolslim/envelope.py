@@ -110,16 +110,19 @@ class Entry:
         # lives and dies with the entry (it must not refer back to the entry: see StageTokens).
         self.report_parts: Any = None
 
-    def output_with_tail(self, tail: bytes) -> bytes:
-        """The output followed by the short rest of the body, built once per distinct rest.
+    def output_with_tail(self, body: bytes, start: int) -> bytes:
+        """The output followed by body[start:], the short rest of the body, built once per
+        distinct rest (compared in place, so a hit on the same rest copies nothing).
 
         Agents send `tools` near the end and the same few bytes after it on every turn
         (metadata, max_tokens, stream): one piece instead of two saves the proxy a write.
         """
         assert self.output is not None
-        if self._with_tail is None or self._with_tail[0] != tail:
-            self._with_tail = (tail, self.output + tail)
-        return self._with_tail[1]
+        kept = self._with_tail
+        if kept is None or len(kept[0]) != len(body) - start or not body.endswith(kept[0]):
+            tail = body[start:]
+            kept = self._with_tail = (tail, self.output + tail)
+        return kept[1]
 
 
 class Memo:
@@ -240,7 +243,8 @@ def compact(
 
 def _splice(body: bytes, found: list[tuple[int, Entry, bool]]) -> tuple[Piece, ...]:
     """The body with each adopted catalogue (in body order) replaced, as views of `body` and
-    memoized outputs: nothing is copied (joining a 2 MB body costs more than a memo hit)."""
+    memoized outputs: nothing of the body is copied (joining a 2 MB body costs more than a
+    memo hit) but a short rest after the last catalogue, once per distinct rest."""
     view = memoryview(body)
     pieces: list[Piece] = []
     position = 0
@@ -255,7 +259,7 @@ def _splice(body: bytes, found: list[tuple[int, Entry, bool]]) -> tuple[Piece, .
     if position < len(body):
         last = found[-1][1]
         if len(body) - position <= _SHORT_TAIL and pieces[-1] is last.output:
-            pieces[-1] = last.output_with_tail(body[position:])
+            pieces[-1] = last.output_with_tail(body, position)
         else:
             pieces.append(view[position:])
     return tuple(pieces)

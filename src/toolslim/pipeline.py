@@ -75,7 +75,9 @@ class RunReport:
     memo_hits: int = 0
     memo_misses: int = 0
     applied: tuple[AppliedCatalogue, ...] = ()
-    errors: tuple[tuple[str, str], ...] = ()  # (component, "ExcType: message") to log once
+    # (component, "ExcType: message"), logged once per request; a memo hit carries its
+    # catalogue's errors again, so every request that catalogue affects says so.
+    errors: tuple[tuple[str, str], ...] = ()
 
     @property
     def body(self) -> bytes:
