@@ -23,6 +23,7 @@ from toolslim.schema import (
     SUBSCHEMA_MAPS,
     TooDeep,
     decode_pointer,
+    is_too_deep,
     survey,
 )
 
@@ -133,7 +134,7 @@ def _size(schema: JSON) -> int | None:
     try:
         return len(orjson.dumps(schema))
     except orjson.JSONEncodeError as exc:
-        if "recursion" in str(exc).lower():
+        if is_too_deep(exc):
             raise TooDeep(str(exc)) from exc
         return None
 

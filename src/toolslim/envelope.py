@@ -24,7 +24,7 @@ from typing import Any, Literal
 import orjson
 
 from toolslim.catalog import Rewrite, rewrite_catalogue, serialize
-from toolslim.schema import JSON, TooDeep
+from toolslim.schema import JSON, TooDeep, is_too_deep
 
 Outcome = Literal["applied", "skipped", "error"]
 
@@ -406,7 +406,7 @@ def _locate(body: bytes, nested: bool) -> list[_Span] | str:
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        return "too_deep" if _too_deep(exc) else "not_json"
+        return "too_deep" if is_too_deep(exc) else "not_json"
     if not isinstance(document, dict):
         return "unsupported_shape"
     spans: list[_Span] = []
@@ -416,7 +416,7 @@ def _locate(body: bytes, nested: bool) -> list[_Span] | str:
             return span
         spans.append(span)
     items = document.get("input")
-    if nested and isinstance(items, list) and any(_is_additional_tools(i) for i in items):
+    if nested and isinstance(items, list) and any(is_additional_tools(i) for i in items):
         found = _additional_tools_spans(body, items)
         if isinstance(found, str):
             return found
@@ -424,13 +424,7 @@ def _locate(body: bytes, nested: bool) -> list[_Span] | str:
     return spans or "no_tools"
 
 
-def _too_deep(exc: Exception) -> bool:
-    """Whether orjson refused a value for its nesting (it reads 1024 levels, writes 254)."""
-    message = str(exc).lower()
-    return "depth" in message or "recursion" in message
-
-
-def _is_additional_tools(item: JSON) -> bool:
+def is_additional_tools(item: JSON) -> bool:
     """Codex CLI's input item that carries more tools when it sends no top-level `tools`."""
     return (
         isinstance(item, dict)
@@ -475,7 +469,7 @@ def _additional_tools_spans(body: bytes, items: list[JSON]) -> list[_Span] | str
     at = _skip_ws(body, span[0] + 1)  # inside the `[`
     for item in items:
         end = _skip_value(body, at)
-        if _is_additional_tools(item):
+        if is_additional_tools(item):
             member = _member_span(body, at, "tools")
             if member is None:
                 return "unsupported_shape"
@@ -547,7 +541,7 @@ def parse_catalogue(raw: bytes) -> JSON:
         if orjson.dumps(value) == raw:
             return value
     except orjson.JSONDecodeError as exc:
-        if _too_deep(exc):
+        if is_too_deep(exc):
             raise TooDeep(str(exc)) from exc
     except orjson.JSONEncodeError:
         pass
@@ -630,7 +624,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
     except TooDeep:
         return _skipped(raw, len(rewrites), "too_deep")
     except orjson.JSONEncodeError as exc:  # a lone surrogate escape, or nesting orjson refuses
-        reason = "too_deep" if _too_deep(exc) else "not_json"
+        reason = "too_deep" if is_too_deep(exc) else "not_json"
         return _skipped(raw, len(rewrites), reason)
     sizes.append(len(output))
     adopted = len(output) < len(raw)

@@ -19,14 +19,13 @@ import orjson
 
 from toolslim.catalog import NESTED_TOOL, NESTED_TOOL_LISTS, count_tools, serialize
 from toolslim.compact import compact_input
-from toolslim.envelope import parse_catalogue
+from toolslim.envelope import is_additional_tools, parse_catalogue
 from toolslim.pipeline import Pipeline, RunReport
 from toolslim.pipeline import count_tokens as pipeline_tokens
 from toolslim.schema import JSON
+from toolslim.stats import READ_MULTIPLIER, WRITE_MULTIPLIER, break_even
 from toolslim.tokens import count_tokens
 
-DEFAULT_READ_MULTIPLIER = 0.1  # cache read, x base input price
-DEFAULT_WRITE_MULTIPLIER = 1.25  # 5-minute cache write, x base input price
 PERCENTILES = (50, 90, 99)
 # Members of which at least one is in every LLM request body toolslim knows (Anthropic,
 # OpenAI Chat and Responses, Gemini): a JSON object with none of them is not a request.
@@ -44,20 +43,6 @@ REQUEST_KEYS = frozenset(
 CAPTURE_VERSION = 1
 _WS = b" \t\r\n"
 LOSSY = "toolbudget"  # the one component that changes what the model is told
-
-
-def break_even(
-    prefix: float,
-    saved: float,
-    read: float = DEFAULT_READ_MULTIPLIER,
-    write: float = DEFAULT_WRITE_MULTIPLIER,
-) -> float | None:
-    """Warm requests until compaction pays for the one cache write it causes:
-    `((w - r) P - w s) / (r s)`, e.g. `(1.15 P - 1.25 s) / (0.1 s)`. None means never
-    (nothing saved); 0 means the first request already pays (the formula goes negative)."""
-    if saved <= 0:
-        return None
-    return max(0.0, ((write - read) * prefix - write * saved) / (read * saved))
 
 
 def percentile(ordered: Sequence[int], p: float) -> int | None:
@@ -278,14 +263,7 @@ def catalogues(document: JSON) -> list[list[JSON]]:
         found.append(tools)
     items = document.get("input")
     if isinstance(items, list):
-        for item in items:
-            if (
-                isinstance(item, dict)
-                and item.get("type") == "additional_tools"
-                and isinstance(item.get("tools"), list)
-                and item["tools"]
-            ):
-                found.append(item["tools"])
+        found += [item["tools"] for item in items if is_additional_tools(item)]
     return found
 
 
@@ -435,8 +413,8 @@ def run_report(
 
     Exit status 0 when at least one request was read, 2 otherwise or on bad multipliers.
     """
-    read = DEFAULT_READ_MULTIPLIER if read_multiplier is None else read_multiplier
-    write = DEFAULT_WRITE_MULTIPLIER if write_multiplier is None else write_multiplier
+    read = READ_MULTIPLIER if read_multiplier is None else read_multiplier
+    write = WRITE_MULTIPLIER if write_multiplier is None else write_multiplier
     if not (math.isfinite(read) and read > 0):
         print(f"toolslim report: --cache-read-multiplier must be > 0, got {read}", file=err)
         return 2

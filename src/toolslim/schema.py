@@ -134,6 +134,12 @@ class TooDeep(ValueError):
     """The value nests deeper than MAX_DEPTH."""
 
 
+def is_too_deep(exc: Exception) -> bool:
+    """Whether orjson refused a value for its nesting (it reads 1024 levels, writes 254)."""
+    message = str(exc).lower()
+    return "depth" in message or "recursion" in message
+
+
 def dialect(uri: object) -> str | None:
     """The dialect a `$schema` URI names, matched with or without `#`, over http or https."""
     if not isinstance(uri, str):

@@ -25,6 +25,22 @@ OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 
 TTFB_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
+READ_MULTIPLIER = 0.1  # cache read, x base input price
+WRITE_MULTIPLIER = 1.25  # 5-minute cache write, x base input price
+
+
+def break_even(
+    prefix: float, saved: float, read: float = READ_MULTIPLIER, write: float = WRITE_MULTIPLIER
+) -> float | None:
+    """Warm requests until compaction pays for the one cache write it causes:
+    `((w - r) P - w s) / (r s)`, e.g. `(1.15 P - 1.25 s) / (0.1 s)`. None means never
+    (nothing saved, or reads cost nothing); 0 means the first request already pays (the
+    formula goes negative)."""
+    if saved <= 0 or read <= 0:
+        return None
+    return max(0.0, ((write - read) * prefix - write * saved) / (read * saved))
+
+
 class Histogram:
     """Cumulative-bucket histogram plus a bounded window of recent samples for percentiles."""
 
@@ -99,8 +115,8 @@ class Stats:
         self,
         components: Iterable[str],
         *,
-        cache_read_multiplier: float = 0.1,
-        cache_write_multiplier: float = 1.25,
+        cache_read_multiplier: float = READ_MULTIPLIER,
+        cache_write_multiplier: float = WRITE_MULTIPLIER,
         series_interval: float = 10.0,
         series_points: int = 360,
         clock: Callable[[], float] = time.time,
@@ -254,11 +270,12 @@ class Stats:
 
     def break_even_requests(self) -> float | None:
         """Warm requests needed to repay re-anchoring the cache once: ((w-r)P - w s) / (r s)."""
-        p, s = self.last_catalogue_tokens, self.last_tokens_saved
-        if s <= 0 or self.read_multiplier <= 0:
-            return None
-        w, r = self.write_multiplier, self.read_multiplier
-        return max(0.0, ((w - r) * p - w * s) / (r * s))
+        return break_even(
+            self.last_catalogue_tokens,
+            self.last_tokens_saved,
+            self.read_multiplier,
+            self.write_multiplier,
+        )
 
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON-ready dict; the documented /stats schema (keys are added, never renamed)."""
