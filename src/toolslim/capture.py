@@ -27,19 +27,9 @@ REDACTED = "[redacted]"
 FILE_PREFIX = "toolslim-capture-"
 MIB = 1024 * 1024
 
-# Header names that always carry a credential (compared lower-case).
-CREDENTIAL_HEADERS = frozenset(
-    {
-        "api-key",
-        "authorization",
-        "cookie",
-        "proxy-authorization",
-        "set-cookie",
-        "x-api-key",
-        "x-goog-api-key",
-    }
-)
-# A header or query parameter whose lower-cased name contains one of these is redacted too.
+# A header or query parameter whose lower-cased name contains one of these is redacted: this
+# covers authorization, x-api-key, x-goog-api-key, api-key, (set-)cookie, proxy-authorization,
+# and Gemini's `?key=`, `api_key`, `access_token`.
 CREDENTIAL_PARTS = (
     "auth",
     "cookie",
@@ -48,14 +38,6 @@ CREDENTIAL_PARTS = (
     "password",
     "secret",
     "token",
-)
-# Query parameters that carry a key (Gemini sends `?key=...`); CREDENTIAL_PARTS covers more.
-CREDENTIAL_QUERY = frozenset(
-    {
-        "access_token",
-        "api_key",
-        "key",
-    }
 )
 
 _FILE_NAME = re.compile(r"^toolslim-capture-(\d{8}T\d{6}Z)-(\d+)\.jsonl$")
@@ -80,7 +62,7 @@ _STOP = object()
 def is_credential(name: str) -> bool:
     """Whether a header or query parameter named `name` carries a credential."""
     lower = name.lower()
-    return lower in CREDENTIAL_HEADERS or any(part in lower for part in CREDENTIAL_PARTS)
+    return any(part in lower for part in CREDENTIAL_PARTS)
 
 
 def redact_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -103,7 +85,7 @@ def redact_query(query: str) -> str:
     for part in query.split("&"):
         name, sep, _ = part.partition("=")
         decoded = unquote_plus(name).lower()
-        if decoded in CREDENTIAL_QUERY or is_credential(decoded):
+        if is_credential(decoded):
             part = f"{name}={REDACTED}" if sep else f"{name}"
         parts.append(part)
     return "&".join(parts)
@@ -310,7 +292,7 @@ class Recorder:
             try:
                 self._file.close()
             except OSError:
-                self._log_once("flush", "capture: could not close", exc_info=True)
+                self._log_once("close", "capture: could not close", exc_info=True)
             self._file = None
 
     def _log_once(self, kind: str, message: str, *, exc_info: bool = False) -> None:

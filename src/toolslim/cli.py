@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--capture", metavar="DIR", help="record each request as JSON Lines")
     serve.add_argument(
         "--admin-token",
-        help="bearer token for /stats, /metrics, /dashboard "
+        help="bearer token for /stats and /metrics (the dashboard page itself is public) "
         "(prefer $TOOLSLIM_ADMIN_TOKEN: flags show up in `ps`)",
     )
 
