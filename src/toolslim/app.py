@@ -103,17 +103,19 @@ def make_app(settings: Settings) -> web.Application:
     pipeline = Pipeline(
         settings.pipeline, memo_size=settings.memo_size, options=settings.components
     )
+    lifecycle = Lifecycle()
     stats = Stats(
         settings.pipeline,
         cache_read_multiplier=settings.cache_read_multiplier,
         cache_write_multiplier=settings.cache_write_multiplier,
         memo_gauges=pipeline.memo_gauges,
+        tokens_pending=lambda: len(lifecycle.counting),
     )
     app[SETTINGS] = settings
     app[PIPELINE] = pipeline
     app[STATS] = stats
     app[REGISTRY] = metrics.make_registry(stats)
-    app[LIFECYCLE] = Lifecycle()
+    app[LIFECYCLE] = lifecycle
     app[CAPTURE] = None
     if settings.capture_dir is not None:  # None records nothing (see the call in _forward)
         app[CAPTURE] = capture.Recorder(
@@ -443,7 +445,6 @@ def _start_counting(
         tokens.count_tokens,
     )
     lifecycle.counting.add(future)
-    stats.tokens_counting()
     return future
 
 
@@ -609,13 +610,9 @@ def _finish(app: web.Application, exchange: _Exchange) -> None:
     responded = exchange.observer is not None
     usage = exchange.observer.finish() if exchange.observer is not None else None
     if exchange.tokens is None:
-        saved = stats.record_tokens(exchange.counted) if exchange.counted else 0
-        if responded:
-            stats.record_usage(usage, saved)
+        _record_tokens(stats, exchange.counted, usage, responded)
     else:
-        exchange.tokens.add_done_callback(
-            lambda done: _tokens_counted(app, done, usage if responded else _NO_RESPONSE)
-        )
+        exchange.tokens.add_done_callback(lambda done: _tokens_counted(app, done, usage, responded))
     if exchange.sent:
         stats.observe_overhead(exchange.overhead)
     if log.isEnabledFor(logging.INFO):
@@ -635,25 +632,34 @@ def _finish(app: web.Application, exchange: _Exchange) -> None:
         )
 
 
-_NO_RESPONSE: Final = object()  # the response never reached the client: no usage to count
-
-
 def _tokens_counted(
-    app: web.Application, done: asyncio.Future[dict[str, tuple[int, int]]], usage: object
+    app: web.Application,
+    done: asyncio.Future[dict[str, tuple[int, int]]],
+    usage: Usage | None,
+    responded: bool,
 ) -> None:
     """Record one request's catalogue tokens (and its usage, which needs them) once counted."""
     app[LIFECYCLE].counting.discard(done)
-    stats = app[STATS]
-    stats.tokens_counted()
-    counted: dict[str, tuple[int, int]] = {}
+    counted = None
     if not done.cancelled():
         if (exc := done.exception()) is not None:
             log.warning("token counting failed: %r", exc)
         else:
             counted = done.result()
+    _record_tokens(app[STATS], counted, usage, responded)
+
+
+def _record_tokens(
+    stats: Stats,
+    counted: dict[str, tuple[int, int]] | None,
+    usage: Usage | None,
+    responded: bool,
+) -> None:
+    """The catalogue tokens of one request, then its usage (whose savings need them) when
+    the response reached the client."""
     saved = stats.record_tokens(counted) if counted else 0
-    if usage is not _NO_RESPONSE:
-        stats.record_usage(usage if isinstance(usage, Usage) else None, saved)
+    if responded:
+        stats.record_usage(usage, saved)
 
 
 def _outcome(run: ComponentRun) -> str:

@@ -121,12 +121,14 @@ class Stats:
         series_points: int = 360,
         clock: Callable[[], float] = time.time,
         memo_gauges: Callable[[], tuple[int, int]] = lambda: (0, 0),
+        tokens_pending: Callable[[], int] = lambda: 0,
     ) -> None:
         self.clock = clock
         self.started_at = clock()
         self.read_multiplier = cache_read_multiplier
         self.write_multiplier = cache_write_multiplier
         self.memo_gauges = memo_gauges
+        self.tokens_pending = tokens_pending  # requests whose catalogue tokens are being counted
         self.components = {name: ComponentCounters() for name in components}
         self.requests = 0
         self.by_upstream: Counter[str] = Counter()
@@ -135,7 +137,6 @@ class Stats:
         self.bytes_received = 0
         self.bytes_forwarded = 0
         self.active_streams = 0
-        self.tokens_pending = 0  # requests whose catalogue tokens are still being counted
         self.tokens_skipped = 0  # requests whose tokens were not counted: the counter was full
         self.client_disconnects = 0
         self.upstream_errors: Counter[str] = Counter({k: 0 for k in UPSTREAM_ERROR_KINDS})
@@ -244,13 +245,6 @@ class Stats:
     def record_client_disconnect(self) -> None:
         self.client_disconnects += 1
 
-    def tokens_counting(self) -> None:
-        """A request's catalogue tokens are being counted off the loop (see record_tokens)."""
-        self.tokens_pending += 1
-
-    def tokens_counted(self) -> None:
-        self.tokens_pending -= 1
-
     def record_tokens_skipped(self) -> None:
         """A request whose new catalogue was not tokenized: too many counts were queued.
         Its bytes are counted; its tokens are not (token totals are then a lower bound)."""
@@ -293,7 +287,7 @@ class Stats:
                 "bytes_received": self.bytes_received,
                 "bytes_forwarded": self.bytes_forwarded,
                 "active_streams": self.active_streams,
-                "tokens_pending": self.tokens_pending,
+                "tokens_pending": self.tokens_pending(),
                 "tokens_skipped": self.tokens_skipped,
                 "client_disconnects": self.client_disconnects,
                 "upstream_errors": dict(sorted(self.upstream_errors.items())),
