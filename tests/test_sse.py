@@ -574,7 +574,8 @@ def test_reads_are_collected_until_a_batch_is_full_then_looked_at() -> None:
     observer.feed(b"x" * 60)
     assert observer._pending_size == 60  # not looked at yet
     observer.feed(b"x" * 60)
-    assert observer._pending == []  # past the batch: looked at, and let go
+    assert observer._pending == [] and observer._pending_size == 0  # past the batch: let go
+    assert observer._held is not None and len(observer._held) == 120  # looked at, not dropped
 
 
 @pytest.mark.parametrize(
