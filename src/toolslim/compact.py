@@ -21,9 +21,10 @@ def compact_input(
     body = _WRAP_HEAD + data + _WRAP_TAIL if bare else data
     report = pipeline.run(body)
     tokens = count_tokens(report, count)
-    if report.body is body:
+    if not report.changed(body):
         return data, report, tokens
-    output = report.body[len(_WRAP_HEAD) : -len(_WRAP_TAIL)] if bare else report.body
+    joined = report.body  # joins the pieces: once
+    output = joined[len(_WRAP_HEAD) : -len(_WRAP_TAIL)] if bare else joined
     return output, report, tokens
 
 

@@ -603,6 +603,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
     changes = []
     errors: list[tuple[int, str]] = []
     sizes: list[int] = []  # canonical size after each component but the last
+    serialized: tuple[JSON, bytes] | None = None  # the last catalogue serialized, and its bytes
     current = catalogue
     last = len(rewrites) - 1
     try:
@@ -617,10 +618,14 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
             changes.append((change, new is not current))
             # Intermediate sizes attribute bytes per component; the last one is the output's.
             if index < last:
-                changed = new is not current or not sizes
-                sizes.append(len(serialize(new)) if changed else sizes[-1])
+                if new is not current or serialized is None:
+                    serialized = (new, serialize(new))
+                sizes.append(len(serialized[1]))
             current = new
-        output = serialize(current)
+        if serialized is not None and serialized[0] is current:
+            output = serialized[1]  # the last component changed nothing: serialized already
+        else:
+            output = serialize(current)
     except TooDeep:
         return _skipped(raw, len(rewrites), "too_deep")
     except orjson.JSONEncodeError as exc:  # a lone surrogate escape, or nesting orjson refuses

@@ -189,22 +189,21 @@ class Stats:
         point = self._series_point()
         for run in report.runs:
             counters = self._counters(run.component)
-            if run.outcome == "applied":
+            counters.tools_seen += run.tools_seen
+            if run.outcome == "applied":  # a rewrite that was not adopted changed nothing
                 counters.applied += 1
                 counters.catalogue_bytes_before += run.bytes_before
                 counters.catalogue_bytes_after += run.bytes_after
                 point[3] += run.bytes_saved
+                counters.tools_changed += run.tools_changed
+                removed = counters.removed  # not Counter.update: its Mapping check is slow
+                for keyword, count in run.removed.items():
+                    removed[keyword] += count
             elif run.outcome == "skipped":
                 counters.skipped += 1
                 counters.skip_reasons[run.reason or "unknown"] += 1
             else:
                 counters.error += 1
-            counters.tools_seen += run.tools_seen
-            if run.outcome == "applied":  # a rewrite that was not adopted removed nothing
-                counters.tools_changed += run.tools_changed
-                removed = counters.removed  # not Counter.update: its Mapping check is slow
-                for keyword, count in run.removed.items():
-                    removed[keyword] += count
 
     def record_tokens(self, tokens: dict[str, tuple[int, int]]) -> int:
         """Catalogue tokens before/after per component for one request; returns tokens saved."""
