@@ -117,19 +117,14 @@ def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def _pipeline(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
     """The Pipeline the offline commands run: --pipeline, else the configured one."""
-    from toolslim.pipeline import Pipeline, UnknownComponent
+    from toolslim.pipeline import Pipeline
 
     flags = {"pipeline": args.pipeline} if args.pipeline is not None else {}
     settings = _settings(args, env, flags)
     if settings is None:
         return None
-    try:
-        return Pipeline(
-            settings.pipeline, memo_size=settings.memo_size, options=settings.components
-        )
-    except UnknownComponent as exc:
-        print(f"toolslim: {exc}", file=sys.stderr)
-        return None
+    # Settings checked the names and every component's options already.
+    return Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
 
 
 def _compact(

@@ -246,11 +246,6 @@ def _build(raw: Mapping[str, _Raw], upstreams_raw: Mapping[str, _Raw]) -> Settin
         raise ConfigError(f"{origin} (pipeline): {exc}") from None
     components = get("components", _components, defaults.components)
     memo_size = get("memo_size", _int(0), defaults.memo_size)
-    try:  # build it once so bad component options fail at start-up, not per request
-        pipeline.Pipeline(names, memo_size=0, options=components)
-    except (TypeError, ValueError) as exc:
-        origin = raw["components"].origin if "components" in raw else "components"
-        raise ConfigError(f"{origin}: {exc}") from None
     host = get("host", _host, defaults.host)
     admin_token = get("admin_token", _token, defaults.admin_token)
     if admin_token is None and not _is_loopback(host):
