@@ -14,16 +14,14 @@ import orjson
 
 from toolslim.defs import MISSING, TABLES, resolve
 from toolslim.schema import (
-    DEPENDENCIES,
+    HOLDS_SUBSCHEMAS,
     JSON,
     MAX_DEPTH,
     POINTER_KEYWORDS,
-    SUBSCHEMA,
-    SUBSCHEMA_LISTS,
-    SUBSCHEMA_MAPS,
     TooDeep,
     decode_pointer,
     is_too_deep,
+    map_holder,
     survey,
 )
 
@@ -52,8 +50,6 @@ COMBINATORS = frozenset(
         "oneOf",
     }
 )
-
-_HOLDS_SUBSCHEMAS = SUBSCHEMA_MAPS | SUBSCHEMA | SUBSCHEMA_LISTS | {DEPENDENCIES}
 
 # An edit sees one schema node and its depth in schema steps; it returns the node to use
 # and whether to go on into that node's subschemas.
@@ -259,10 +255,10 @@ def _rewrite(node: JSON, depth: int, edit: Edit) -> JSON:
     if depth > MAX_DEPTH:
         raise TooDeep(depth)
     node, descend = edit(node, depth)
-    if not descend or _HOLDS_SUBSCHEMAS.isdisjoint(node):
+    if not descend or HOLDS_SUBSCHEMAS.isdisjoint(node):
         return node
     changed: dict[str, JSON] = {}
-    for key in _HOLDS_SUBSCHEMAS.intersection(node):
+    for key in HOLDS_SUBSCHEMAS.intersection(node):
         value = node[key]
         new = _rewrite_holder(key, value, depth + 1, edit)
         if new is not value:
@@ -274,19 +270,7 @@ def _rewrite(node: JSON, depth: int, edit: Edit) -> JSON:
 
 def _rewrite_holder(key: str, value: JSON, depth: int, edit: Edit) -> JSON:
     """`value` of keyword `key` with each subschema it holds rewritten."""
-    if isinstance(value, dict):
-        if key in SUBSCHEMA:
-            return _rewrite(value, depth, edit)
-        if key in SUBSCHEMA_LISTS:
-            return value  # not a list: no subschema position to enter
-        members = {name: _rewrite(sub, depth, edit) for name, sub in value.items()}
-        if all(members[name] is sub for name, sub in value.items()):
-            return value
-        return members
-    if isinstance(value, list) and (key in SUBSCHEMA_LISTS or key == "items"):
-        subs = [_rewrite(sub, depth, edit) for sub in value]
-        return subs if any(a is not b for a, b in zip(subs, value, strict=True)) else value
-    return value
+    return map_holder(key, value, lambda sub, _: _rewrite(sub, depth, edit))
 
 
 def _settle(new: JSON, original: dict[str, JSON]) -> JSON:

@@ -8,7 +8,7 @@ and never enters instance data (`const`, `default`, `enum`, `examples`) or unkno
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -154,7 +154,7 @@ def subschemas(node: JSON) -> Iterator[tuple[tuple[str, ...], JSON]]:
     """Each direct subschema of a schema node with its relative path (keyword[, name|index])."""
     if isinstance(node, dict):
         for key, value in node.items():
-            if key in _HOLDS_SUBSCHEMAS:
+            if key in HOLDS_SUBSCHEMAS:
                 yield from _children(key, value)
 
 
@@ -175,7 +175,7 @@ def decode_pointer(reference: str) -> tuple[str, ...] | None:
 
 
 # Every keyword that can hold a subschema, for one C-speed set intersection per node.
-_HOLDS_SUBSCHEMAS = SUBSCHEMA_MAPS | SUBSCHEMA | SUBSCHEMA_LISTS | {DEPENDENCIES}
+HOLDS_SUBSCHEMAS = SUBSCHEMA_MAPS | SUBSCHEMA | SUBSCHEMA_LISTS | {DEPENDENCIES}
 # Keywords `_strip` may remove: annotations always, `$id` when the plan says so.
 _MAYBE_REMOVED = ANNOTATIONS | {"$id"}
 
@@ -212,7 +212,7 @@ def survey(schema: JSON) -> Survey:
         if depth and "$id" in node:
             embedded_ids = True
         below = depth + 1
-        for key in _HOLDS_SUBSCHEMAS.intersection(node):
+        for key in HOLDS_SUBSCHEMAS.intersection(node):
             value = node[key]
             if isinstance(value, dict):
                 if key in SUBSCHEMA:
@@ -252,7 +252,7 @@ def _walk(node: JSON, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], 
     """Every schema object under `node` with its path from the schema root."""
     if isinstance(node, dict):
         yield path, node
-        for key in _HOLDS_SUBSCHEMAS.intersection(node):
+        for key in HOLDS_SUBSCHEMAS.intersection(node):
             for relative, sub in _children(key, node[key]):
                 yield from _walk(sub, path + relative)
 
@@ -313,7 +313,7 @@ def _strip(
     `path` (from the schema root) is tracked only when a JSON Pointer protects some keyword.
     """
     if _MAYBE_REMOVED.isdisjoint(node):
-        if _HOLDS_SUBSCHEMAS.isdisjoint(node):
+        if HOLDS_SUBSCHEMAS.isdisjoint(node):
             return node  # a leaf with nothing to remove: most nodes end here
         drop = []
     else:
@@ -323,7 +323,7 @@ def _strip(
         if drop and path is not None:
             drop = [key for key in drop if (*path, key) not in plan.protected]
     changed: dict[str, JSON] = {}
-    for key in _HOLDS_SUBSCHEMAS.intersection(node):
+    for key in HOLDS_SUBSCHEMAS.intersection(node):
         value = node[key]
         new = _strip_holder(key, value, plan, path, removed)
         if new is not value:
@@ -338,15 +338,30 @@ def _strip_holder(
     key: str, value: JSON, plan: _Plan, path: tuple[str, ...] | None, removed: Counter[str]
 ) -> JSON:
     """`value` of keyword `key`, with the subschemas it holds stripped."""
+    if path is None:
+        return map_holder(key, value, lambda sub, _: _strip(sub, plan, None, removed))
+    return map_holder(key, value, lambda sub, steps: _strip(sub, plan, (*path, *steps), removed))
+
+
+def map_holder(
+    key: str, value: JSON, fn: Callable[[dict[str, JSON], tuple[str, ...]], JSON]
+) -> JSON:
+    """`value` of keyword `key` with `fn(subschema, steps from the keyword's node)` applied to
+    each subschema it holds; the very same object when nothing changed.
+
+    The one place that knows which shape each subschema keyword holds: one schema
+    (SUBSCHEMA), a list of them (SUBSCHEMA_LISTS, and `items` in its array form), or a map of
+    names to them (SUBSCHEMA_MAPS, `dependencies`, whose string-array members are skipped).
+    """
     if isinstance(value, dict):
         if key in SUBSCHEMA:
-            return _strip(value, plan, None if path is None else (*path, key), removed)
+            return fn(value, (key,))
         if key in SUBSCHEMA_LISTS:
             return value  # not a list: no subschema position to enter
         members: dict[str, JSON] | None = None
         for name, sub in value.items():
             if isinstance(sub, dict):
-                new = _strip(sub, plan, None if path is None else (*path, key, name), removed)
+                new = fn(sub, (key, name))
                 if new is not sub:
                     if members is None:
                         members = dict(value)
@@ -354,10 +369,7 @@ def _strip_holder(
         return value if members is None else members
     if isinstance(value, list) and (key in SUBSCHEMA_LISTS or key == "items"):
         subs = [
-            _strip(sub, plan, None if path is None else (*path, key, str(i)), removed)
-            if isinstance(sub, dict)
-            else sub
-            for i, sub in enumerate(value)
+            fn(sub, (key, str(i))) if isinstance(sub, dict) else sub for i, sub in enumerate(value)
         ]
         return subs if any(a is not b for a, b in zip(subs, value, strict=True)) else value
     return value
