@@ -1,5 +1,5 @@
-"""Offline compaction shared by `toolslim compact` and `toolslim report`: run a pipeline on one
-request body (or a bare tools array) and count tokens synchronously."""
+"""Offline compaction for `toolslim compact`: run a pipeline on one request body (or a bare
+tools array) and count tokens synchronously."""
 
 from __future__ import annotations
 

@@ -18,7 +18,6 @@ from typing import Any, TextIO
 import orjson
 
 from toolslim.catalog import NESTED_TOOL, NESTED_TOOL_LISTS, count_tools, serialize
-from toolslim.compact import compact_input
 from toolslim.envelope import is_additional_tools, parse_catalogue
 from toolslim.pipeline import Pipeline, RunReport
 from toolslim.pipeline import count_tokens as pipeline_tokens
@@ -215,11 +214,9 @@ class Replayer:
     def _run(self, body: bytes) -> tuple[bytes, RunReport, dict[str, tuple[int, int]]]:
         if not body.strip(_WS):
             return body, self.pipeline.skip(body, "no_body"), {}
-        if body.lstrip(_WS + b"\xef\xbb\xbf")[:1] == b"[":
-            # compact_input reads a leading `[` as a bare tools array; the proxy does not.
-            report = self.pipeline.run(body)
-            return report.body, report, pipeline_tokens(report, count_tokens)
-        return compact_input(self.pipeline, body)
+        # What the proxy does (not compact_input, which reads a leading `[` as a bare array).
+        report = self.pipeline.run(body)
+        return report.body, report, pipeline_tokens(report, count_tokens)
 
     def _measure(self, catalogue: list[JSON]) -> Measured:
         key = hashlib.sha256(orjson.dumps(catalogue)).digest()
