@@ -1181,16 +1181,3 @@ def test_serving_hides_start_up_objects_from_the_collector_and_collects_young_on
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True", "True"]
-
-
-def test_log_lines_carry_the_same_timestamp_as_loggings_own_formatter() -> None:
-    from toolslim.app import _LineFormatter
-
-    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    ours, theirs = _LineFormatter(fmt), logging.Formatter(fmt)
-    base = 1_796_032_222.0
-    for offset in (0.0, 0.0004, 0.5, 0.9996, 1.0, 1.25, 61.999, 3600.5, 0.25):  # also backwards
-        record = logging.LogRecord("toolslim.app", logging.INFO, __file__, 1, "m %s", ("x",), None)
-        record.created = base + offset
-        record.msecs = (record.created - int(record.created)) * 1000
-        assert ours.format(record) == theirs.format(record)

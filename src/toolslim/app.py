@@ -43,7 +43,7 @@ from aiohttp.typedefs import Handler
 from multidict import CIMultiDict
 from yarl import URL
 
-from toolslim import capture, metrics, tokens
+from toolslim import capture, logs, metrics, tokens
 from toolslim.config import Settings, Upstream
 from toolslim.envelope import Piece, joined
 from toolslim.pipeline import ComponentRun, Pipeline, RunReport, cached_tokens, count_tokens
@@ -140,38 +140,10 @@ def make_app(settings: Settings) -> web.Application:
 
 def serve(settings: Settings) -> int:
     """Run the proxy until SIGTERM/SIGINT, then drain in-flight requests; the exit status."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(_LineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(handlers=[handler])
-    logging.getLogger("toolslim").setLevel(settings.log_level.upper())
-    # The format shows none of the caller, thread or process, and looking them up was a third
-    # of each request's log call (the logging HOWTO's "Optimization" settings).
-    logging._srcfile = None
-    logging.logThreads = False
-    logging.logProcesses = False
-    logging.logMultiprocessing = False
-    return asyncio.run(_serve(settings))
+    return asyncio.run(_serve(settings, logs.configure(settings.log_level)))
 
 
-class _LineFormatter(logging.Formatter):
-    """logging's own line, with its date and time formatted once a second instead of once a
-    line (time.strftime was 4 us of each request's log call, measured in the proxy)."""
-
-    _second = -1
-    _stamp = ""
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        if datefmt is not None:
-            return super().formatTime(record, datefmt)
-        second = int(record.created)
-        if second != self._second:
-            self._stamp = time.strftime(self.default_time_format, self.converter(second))
-            self._second = second
-        msec_format = self.default_msec_format
-        return msec_format % (self._stamp, record.msecs) if msec_format else self._stamp
-
-
-async def _serve(settings: Settings) -> int:
+async def _serve(settings: Settings, log_lines: logs.BatchedLines) -> int:
     runner = web.AppRunner(
         make_app(settings),
         handle_signals=False,
@@ -198,14 +170,26 @@ async def _serve(settings: Settings) -> int:
         ",".join(settings.pipeline),
         ", ".join(f"{u.name}={u.url}" for u in settings.upstreams.values()),
     )
+    log_lines.flush()
+    flushing = asyncio.create_task(_flush_every_second(log_lines))
     await stop.wait()
     log.info("shutting down: in-flight requests get up to %s s", settings.shutdown_grace)
+    log_lines.flush()
     # Stops accepting, runs on_shutdown (/readyz -> 503), waits for handlers up to the grace
     # period, cancels the rest, then closes the upstream session (cleanup_ctx).
     await runner.cleanup()
+    flushing.cancel()
+    log_lines.flush()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.remove_signal_handler(signum)
     return 0
+
+
+async def _flush_every_second(log_lines: logs.BatchedLines) -> None:
+    """A quiet server's last log lines go out within about a second."""
+    while True:
+        await asyncio.sleep(logs.FLUSH_SECONDS)
+        log_lines.flush()
 
 
 # Container allocations the young generation takes before a collection. The default, 700,

@@ -1,0 +1,120 @@
+"""The serving log: logging's own lines, timestamps formatted once a second, written in batches."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import pytest
+
+from toolslim import logs
+from toolslim.logs import FORMAT, BatchedLines, LineFormatter
+
+NOW = 1_796_032_222.0
+
+
+def record(message: str, level: int = logging.INFO, at: float = NOW) -> logging.LogRecord:
+    made = logging.LogRecord("toolslim.app", level, __file__, 1, message, None, None)
+    made.created = at
+    made.msecs = (at - int(at)) * 1000
+    return made
+
+
+def handler_at(stream: io.StringIO, written: float = NOW) -> BatchedLines:
+    handler = BatchedLines(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    handler._written = written  # as if it last wrote at `written`
+    return handler
+
+
+def test_log_lines_carry_the_same_timestamp_as_loggings_own_formatter() -> None:
+    ours, theirs = LineFormatter(FORMAT), logging.Formatter(FORMAT)
+    for offset in (0.0, 0.0004, 0.5, 0.9996, 1.0, 1.25, 61.999, 3600.5, 0.25):  # also backwards
+        line = logging.LogRecord("toolslim.app", logging.INFO, __file__, 1, "m %s", ("x",), None)
+        line.created = NOW + offset
+        line.msecs = (line.created - int(line.created)) * 1000
+        assert ours.format(line) == theirs.format(line)
+
+
+def test_info_lines_wait_until_a_second_after_the_last_write() -> None:
+    stream = io.StringIO()
+    handler = handler_at(stream)
+    handler.handle(record("one", at=NOW + 0.2))
+    handler.handle(record("two", at=NOW + 0.9))
+    assert stream.getvalue() == ""
+    handler.handle(record("three", at=NOW + 1.0))
+    assert stream.getvalue() == "INFO one\nINFO two\nINFO three\n"
+
+
+def test_a_warning_goes_out_at_once_behind_the_lines_waiting_before_it() -> None:
+    stream = io.StringIO()
+    handler = handler_at(stream)
+    handler.handle(record("request", at=NOW + 0.1))
+    handler.handle(record("component failed", logging.WARNING, at=NOW + 0.2))
+    assert stream.getvalue() == "INFO request\nWARNING component failed\n"
+
+
+def test_lines_go_out_once_a_batch_is_full() -> None:
+    stream = io.StringIO()
+    handler = handler_at(stream)
+    line = "x" * 1000
+    for _ in range(logs.FLUSH_CHARS // 1007):  # "INFO " + line + "\n" is 1006 characters
+        handler.handle(record(line, at=NOW + 0.1))
+    assert stream.getvalue() == ""
+    handler.handle(record(line, at=NOW + 0.1))
+    handler.handle(record(line, at=NOW + 0.1))
+    assert stream.getvalue().count("\n") >= logs.FLUSH_CHARS // 1007 + 1
+
+
+def test_flush_writes_what_waits_and_nothing_twice() -> None:
+    stream = io.StringIO()
+    handler = handler_at(stream)
+    handler.handle(record("one", at=NOW + 0.1))
+    handler.flush()
+    handler.flush()
+    assert stream.getvalue() == "INFO one\n"
+
+
+class Broken(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError("stderr is gone")
+
+
+def test_a_broken_stream_drops_the_lines_and_never_raises() -> None:
+    handler = handler_at(Broken())
+    handler.handle(record("one", at=NOW + 0.1))
+    handler.handle(record("two", logging.ERROR, at=NOW + 0.2))  # would raise if not caught
+    handler.flush()
+    assert handler._waiting == []
+
+
+def test_a_line_that_cannot_be_formatted_is_reported_not_raised(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stream = io.StringIO()
+    handler = handler_at(stream)
+    bad = logging.LogRecord("toolslim.app", logging.INFO, __file__, 1, "%d", ("x",), None)
+    handler.handle(bad)  # logging.raiseExceptions: a traceback on stderr, never an exception
+    handler.flush()
+    assert stream.getvalue() == ""
+    assert "TypeError" in capsys.readouterr().err
+
+
+async def test_serving_flushes_a_quiet_servers_lines_about_once_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    from toolslim.app import _flush_every_second
+
+    monkeypatch.setattr(logs, "FLUSH_SECONDS", 0.05)
+    stream = io.StringIO()
+    handler = handler_at(stream, written=NOW + 10)  # no line will find a second gone by
+    handler.handle(record("last request", at=NOW + 10.01))
+    assert stream.getvalue() == ""
+    flushing = asyncio.create_task(_flush_every_second(handler))
+    try:
+        await asyncio.sleep(0.3)
+    finally:
+        flushing.cancel()
+    assert stream.getvalue() == "INFO last request\n"
