@@ -62,6 +62,10 @@ HOP_BY_HOP: Final = frozenset(
 _REQUEST_REBUILT: Final = HOP_BY_HOP | {"host", "content-length", "expect"}
 _FILE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_COUNTING: Final = 64  # token counts queued at once; beyond, a request is not tokenized
+# A body up to this size goes upstream in one write behind its headers: copying it costs
+# less than a send (and a packet for the upstream to wake up for) of the headers on their own
+# (measured at 80 KB: 4 % less CPU per request for pipeline [], 10 us less system time).
+_ONE_WRITE: Final = 128 * 1024
 _CAPTURE_FILES: Final = 8  # capture_max_bytes bounds the directory: 8 files, each 1/8 of it
 _CSP: Final = (
     "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
@@ -742,12 +746,13 @@ async def _passthrough(
 
 
 class _Pieces(Payload):
-    """A request body written as the pieces it is made of, headers first on their own.
+    """A request body written as the pieces it is made of; a small one behind its headers in
+    one write, a large one after them without a copy.
 
-    Written as bytes, the body would be copied twice on the way out: once to join the pieces,
-    once to put the headers in front of it (the client library joins them before Python
-    3.12.9, which has no scatter-gather write). A sized payload also gets its Content-Length
-    from the library, at any size.
+    Written as bytes, a large body would be copied twice on the way out: once to join the
+    pieces, once to put the headers in front of it (the client library joins them before
+    Python 3.12.9, which has no scatter-gather write). A sized payload also gets its
+    Content-Length from the library, at any size.
     """
 
     _autoclose = True  # in memory: nothing to close
@@ -767,8 +772,12 @@ class _Pieces(Payload):
     async def write_with_length(
         self, writer: AbstractStreamWriter, content_length: int | None
     ) -> None:
-        writer.send_headers()
         remaining = self.length if content_length is None else content_length
+        if self.length <= _ONE_WRITE:
+            # The writer puts the headers it holds in front of this chunk: one send.
+            await writer.write(joined(self._pieces)[:remaining])
+            return
+        writer.send_headers()
         for piece in self._pieces:
             if remaining <= 0:
                 break
