@@ -842,6 +842,18 @@ async def test_slow_upstream_is_504_in_the_apis_error_shape(
     assert snapshot["requests"]["upstream_errors"]["timeout"] == 1
 
 
+async def test_wait_for_headers_is_held_to_response_headers_not_to_idle_chunk(
+    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    server = await proxy(timeouts=Timeouts(connect=5, response_headers=5, idle_chunk=0.2))
+    headers = {"X-Fake": "slow:600"}  # headers after 0.6 s: three idle_chunks, within 5 s
+    async with client.post(server.make_url("/v1/messages"), data=b"{}", headers=headers) as r:
+        assert r.status == 200
+        await r.read()
+    snapshot = await stats_of(client, server, total_is(1))
+    assert snapshot["requests"]["upstream_errors"]["timeout"] == 0
+
+
 async def test_upstream_reset_mid_stream_ends_the_clients_stream_and_counts_reset(
     upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import gc
 import hmac
 import importlib
@@ -87,10 +88,22 @@ class Lifecycle:
     )
 
 
+@dataclass(slots=True)
+class Forwarding:
+    """What the forwarding path reads, gathered once and handed down: request.app and each
+    app[KEY] cost ~1 us, and a request made fourteen such lookups."""
+
+    settings: Settings
+    pipeline: Pipeline
+    stats: Stats
+    lifecycle: Lifecycle
+    capture: capture.Recorder | None  # None records nothing
+    session: ClientSession | None = None  # while the app runs (see _client_session)
+
+
 SETTINGS: Final = web.AppKey("settings", Settings)
 STATS: Final = web.AppKey("stats", Stats)
-PIPELINE: Final = web.AppKey("pipeline", Pipeline)
-SESSION: Final = web.AppKey("session", ClientSession)
+FORWARDING: Final = web.AppKey("forwarding", Forwarding)
 REGISTRY: Final = web.AppKey("registry", metrics.Registry)
 LIFECYCLE: Final = web.AppKey("lifecycle", Lifecycle)
 CAPTURE: Final = web.AppKey[capture.Recorder | None]("capture")
@@ -115,19 +128,21 @@ def make_app(settings: Settings) -> web.Application:
         memo_gauges=pipeline.memo_gauges,
         tokens_pending=lambda: len(lifecycle.counting),
     )
-    app[SETTINGS] = settings
-    app[PIPELINE] = pipeline
-    app[STATS] = stats
-    app[REGISTRY] = metrics.make_registry(stats)
-    app[LIFECYCLE] = lifecycle
-    app[CAPTURE] = None
-    if settings.capture_dir is not None:  # None records nothing (see the call in _forward)
-        app[CAPTURE] = capture.Recorder(
+    recorder = None
+    if settings.capture_dir is not None:
+        recorder = capture.Recorder(
             settings.capture_dir,
             max_bytes=max(1, settings.capture_max_bytes // _CAPTURE_FILES),
             keep_files=_CAPTURE_FILES,
         )
         app.on_cleanup.append(_close_capture)
+    forwarding = Forwarding(settings, pipeline, stats, lifecycle, recorder)
+    app[SETTINGS] = settings
+    app[STATS] = stats
+    app[REGISTRY] = metrics.make_registry(stats)
+    app[LIFECYCLE] = lifecycle
+    app[CAPTURE] = recorder
+    app[FORWARDING] = forwarding
     app.cleanup_ctx.append(_client_session)
     app.on_cleanup.append(_counted)
     app.on_shutdown.append(_not_ready)
@@ -138,7 +153,7 @@ def make_app(settings: Settings) -> web.Application:
     app.router.add_get("/dashboard", _dashboard)
     app.router.add_get("/dashboard/", _dashboard)
     app.router.add_get("/dashboard/{name}", _dashboard)
-    app.router.add_route("*", "/{tail:.*}", _proxy)
+    app.router.add_route("*", "/{tail:.*}", functools.partial(_proxy, forwarding))
     return app
 
 
@@ -229,7 +244,7 @@ async def _client_session(app: web.Application) -> AsyncIterator[None]:
         skip_auto_headers=("Accept", "Accept-Encoding", "Content-Type", "User-Agent"),
         trust_env=False,
     ) as session:
-        app[SESSION] = session
+        app[FORWARDING].session = session
         yield
 
 
@@ -331,13 +346,13 @@ async def _reverse_proxy_only(request: web.Request, handler: Handler) -> web.Str
     return await handler(request)
 
 
-async def _proxy(request: web.Request) -> web.StreamResponse:
+async def _proxy(forwarding: Forwarding, request: web.Request) -> web.StreamResponse:
     received = time.perf_counter()
     target = request.raw_path
-    route = route_request(target, request.headers, request.app[SETTINGS])
+    route = route_request(target, request.headers, forwarding.settings)
     exchange = _Exchange(route, request.method, target.partition("?")[0], received)
     try:
-        return await _forward(request, exchange)
+        return await _forward(forwarding, request, exchange)
     except asyncio.CancelledError:
         exchange.disconnected = True  # handler_cancellation: the client went away
         raise
@@ -350,12 +365,13 @@ async def _proxy(request: web.Request) -> web.StreamResponse:
         exchange.status = 502
         return _error(exchange.route, 502, "toolslim failed to forward this request")
     finally:
-        _finish(request.app, exchange)
+        _finish(forwarding, exchange)
 
 
-async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamResponse:
-    app = request.app
-    settings, pipeline = app[SETTINGS], app[PIPELINE]
+async def _forward(
+    forwarding: Forwarding, request: web.Request, exchange: _Exchange
+) -> web.StreamResponse:
+    settings, pipeline = forwarding.settings, forwarding.pipeline
     headers = _drop_hop_by_hop(CIMultiDict(request.headers), _REQUEST_REBUILT)
     limit = settings.max_body_bytes
     declared = request.content_length
@@ -384,8 +400,8 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
             # loop while the request goes upstream, and recorded when done (see _finish).
             exchange.counted = cached_tokens(report)
             if exchange.counted is None:
-                exchange.tokens = _start_counting(app, report)
-        if (recorder := app[CAPTURE]) is not None:
+                exchange.tokens = _start_counting(forwarding, report)
+        if (recorder := forwarding.capture) is not None:
             path, _, query = exchange.route.target.partition("?")
             recorder.record(  # non-blocking; it redacts credentials in headers and query
                 method=exchange.method,
@@ -401,28 +417,44 @@ async def _forward(request: web.Request, exchange: _Exchange) -> web.StreamRespo
     sent = time.perf_counter()
     exchange.overhead = sent - exchange.received
     exchange.sent = True
+    timeouts = settings.timeouts
+    watchdog = _Watchdog(min(timeouts.response_headers, timeouts.idle_chunk))
     try:
-        async with asyncio.timeout(settings.timeouts.response_headers):
-            upstream = await app[SESSION].request(
+        try:
+            watchdog.waiting(timeouts.response_headers)
+            assert forwarding.session is not None
+            upstream = await forwarding.session.request(
                 exchange.method, url, headers=headers, data=data, allow_redirects=False
             )
-    except (ClientError, OSError, TimeoutError) as exc:
-        status, kind, message = _translate(exc, exchange.route.upstream.name, settings)
-        app[STATS].record_upstream_error(kind)
-        exchange.failure, exchange.status = kind, status
-        return _error(exchange.route, status, message)
-    app[STATS].observe_ttfb(time.perf_counter() - sent)
-    try:
-        return await _relay(request, upstream, exchange)
+            watchdog.done()
+        except asyncio.CancelledError:
+            if not watchdog.expired():
+                raise
+            return _failed(forwarding, exchange, TimeoutError())
+        except (ClientError, OSError, TimeoutError) as exc:
+            return _failed(forwarding, exchange, exc)
+        forwarding.stats.observe_ttfb(time.perf_counter() - sent)
+        try:
+            return await _relay(forwarding, request, upstream, exchange, watchdog)
+        finally:
+            upstream.close()  # a no-op after a complete read (the connection is pooled again)
     finally:
-        upstream.close()  # a no-op after a complete read (the connection went back to the pool)
+        watchdog.close()
+
+
+def _failed(forwarding: Forwarding, exchange: _Exchange, exc: BaseException) -> web.Response:
+    """Count an upstream failure before response headers; the error in the client's API shape."""
+    status, kind, message = _translate(exc, exchange.route.upstream.name, forwarding.settings)
+    forwarding.stats.record_upstream_error(kind)
+    exchange.failure, exchange.status = kind, status
+    return _error(exchange.route, status, message)
 
 
 def _start_counting(
-    app: web.Application, report: RunReport
+    forwarding: Forwarding, report: RunReport
 ) -> asyncio.Future[dict[str, tuple[int, int]]] | None:
     """Tokenize a request's new catalogues on the owned thread, unless too many are queued."""
-    lifecycle, stats = app[LIFECYCLE], app[STATS]
+    lifecycle, stats = forwarding.lifecycle, forwarding.stats
     if len(lifecycle.counting) >= MAX_COUNTING:
         stats.record_tokens_skipped()
         return None
@@ -464,10 +496,14 @@ def _transform(
 
 
 async def _relay(
-    request: web.Request, upstream: ClientResponse, exchange: _Exchange
+    forwarding: Forwarding,
+    request: web.Request,
+    upstream: ClientResponse,
+    exchange: _Exchange,
+    watchdog: _Watchdog,
 ) -> web.StreamResponse:
     """Status, headers and the exact bytes as they arrive; a copy of each chunk is observed."""
-    stats, settings = request.app[STATS], request.app[SETTINGS]
+    stats = forwarding.stats
     exchange.status = upstream.status
     response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
     response.headers.extend(upstream.headers)
@@ -484,21 +520,21 @@ async def _relay(
         return response
     exchange.observer = observer  # the response reached the client: its usage is counted
     stats.stream_opened()
-    idle = _IdleReads(settings.timeouts.idle_chunk)
+    idle = forwarding.settings.timeouts.idle_chunk
     try:
         spent = 0.0
         while True:
             try:
-                idle.reading()
+                watchdog.waiting(idle)
                 chunk = await upstream.content.readany()
-                idle.done()
+                watchdog.done()
             except TimeoutError:
-                return _cut(request, response, exchange, "timeout")
+                return _cut(stats, request, response, exchange, "timeout")
             except (ClientError, OSError):
-                return _cut(request, response, exchange, "reset")
+                return _cut(stats, request, response, exchange, "reset")
             except asyncio.CancelledError:
-                if idle.expired():
-                    return _cut(request, response, exchange, "timeout")
+                if watchdog.expired():
+                    return _cut(stats, request, response, exchange, "timeout")
                 raise
             if not chunk:
                 break
@@ -517,54 +553,62 @@ async def _relay(
             exchange.disconnected = True
         return response
     finally:
-        idle.close()
         stats.stream_closed()
 
 
 def _cut(
-    request: web.Request, response: web.StreamResponse, exchange: _Exchange, failure: str
+    stats: Stats,
+    request: web.Request,
+    response: web.StreamResponse,
+    exchange: _Exchange,
+    failure: str,
 ) -> web.StreamResponse:
     """End the client's stream as abruptly as the upstream's: mid-stream the status is sent,
     and a clean end would pass a truncated body off as complete."""
     exchange.failure = failure
-    request.app[STATS].record_upstream_error(failure)
+    stats.record_upstream_error(failure)
     _abort(request)
     return response
 
 
-class _IdleReads:
-    """Cancels the relaying task once one read from the upstream has waited `seconds`.
+class _Watchdog:
+    """Cancels the handler's task once one wait on the upstream outlasts its limit: the wait
+    for response headers, then each read of the body.
 
-    One timer per response, re-armed only when it fires: a read costs two clock reads, where
-    an asyncio.timeout around each read made and cancelled a timer handle every time (~5 us
-    of CPU per chunk). Time spent writing to a slow client never counts.
+    One timer per request, re-armed only when it fires: a wait costs two clock reads, where
+    an asyncio.timeout around each made and cancelled a timer handle every time (~5 us of CPU
+    per chunk, and as much again for the headers). Time spent writing to a slow client never
+    counts. `tick` is the shortest limit it will be given, so the timer is never late.
     """
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, tick: float) -> None:
         self._loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
         self._task = task
         self._cancelling = task.cancelling()
-        self._seconds = seconds
-        self._since: float | None = None  # when the pending read began
+        self._tick = tick
+        self._since: float | None = None  # when the pending wait began
+        self._limit = tick
         self._fired = False
-        self._timer = self._loop.call_at(self._loop.time() + seconds, self._check)
+        self._timer = self._loop.call_at(self._loop.time() + tick, self._check)
 
-    def reading(self) -> None:
+    def waiting(self, limit: float) -> None:
         self._since = self._loop.time()
+        self._limit = limit
 
     def done(self) -> None:
         self._since = None
 
     def _check(self) -> None:
         now = self._loop.time()
-        if self._since is not None and now >= self._since + self._seconds:
+        if self._since is None:
+            self._timer = self._loop.call_at(now + self._tick, self._check)
+        elif now >= self._since + self._limit:
             self._fired = True
             self._task.cancel()
-            return
-        start = now if self._since is None else self._since
-        self._timer = self._loop.call_at(start + self._seconds, self._check)
+        else:
+            self._timer = self._loop.call_at(self._since + self._limit, self._check)
 
     def expired(self) -> bool:
         """Whether the CancelledError being handled is this timer's own (then it is consumed),
@@ -575,14 +619,14 @@ class _IdleReads:
         self._timer.cancel()
 
 
-def _finish(app: web.Application, exchange: _Exchange) -> None:
+def _finish(forwarding: Forwarding, exchange: _Exchange) -> None:
     """Count the exchange once: pipeline + request together, so the totals always agree.
 
     Synchronous on purpose: a client that hangs up right after the last byte cancels the
     handler, and nothing here can be interrupted. Tokens still being counted are recorded
     by `_tokens_counted` when they are done.
     """
-    stats = app[STATS]
+    stats = forwarding.stats
     if exchange.disconnected:
         stats.record_client_disconnect()
     if exchange.report is None:  # the client went away before its body was read
@@ -600,7 +644,9 @@ def _finish(app: web.Application, exchange: _Exchange) -> None:
     if exchange.tokens is None:
         _record_tokens(stats, exchange.counted, usage, responded)
     else:
-        exchange.tokens.add_done_callback(lambda done: _tokens_counted(app, done, usage, responded))
+        exchange.tokens.add_done_callback(
+            lambda done: _tokens_counted(forwarding, done, usage, responded)
+        )
     if exchange.sent:
         stats.observe_overhead(exchange.overhead)
     if log.isEnabledFor(logging.INFO):
@@ -621,20 +667,20 @@ def _finish(app: web.Application, exchange: _Exchange) -> None:
 
 
 def _tokens_counted(
-    app: web.Application,
+    forwarding: Forwarding,
     done: asyncio.Future[dict[str, tuple[int, int]]],
     usage: Usage | None,
     responded: bool,
 ) -> None:
     """Record one request's catalogue tokens (and its usage, which needs them) once counted."""
-    app[LIFECYCLE].counting.discard(done)
+    forwarding.lifecycle.counting.discard(done)
     counted = None
     if not done.cancelled():
         if (exc := done.exception()) is not None:
             log.warning("token counting failed: %r", exc)
         else:
             counted = done.result()
-    _record_tokens(app[STATS], counted, usage, responded)
+    _record_tokens(forwarding.stats, counted, usage, responded)
 
 
 def _record_tokens(
