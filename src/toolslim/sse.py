@@ -211,7 +211,7 @@ def _count(usage: Mapping[str, Any], *path: str) -> int:
     for key in path:
         if value is None:
             return 0
-        if not isinstance(value, Mapping):
+        if not isinstance(value, dict):  # parsed JSON: an object is a dict (and no ABC check)
             raise ValueError(f"not an object on the way to {path}")
         value = value.get(key)
     if value is None:
