@@ -22,6 +22,7 @@ from toolslim.pipeline import (
     Pipeline,
     RunReport,
     UnknownComponent,
+    cached_tokens,
     check_names,
     count_tokens,
     skipped_report,
@@ -218,6 +219,29 @@ def test_tokens_are_counted_once_per_catalogue() -> None:
     second = count_tokens(pipeline.run(BODY), counting)
     assert first == second
     assert len(calls) == 2  # stage 0 and stage 1 of the one memoized catalogue
+
+
+def test_cached_tokens_are_none_until_counted_then_the_counted_totals_on_every_hit() -> None:
+    pipeline = Pipeline(["toolschema"])
+    first = pipeline.run(BODY)
+    assert cached_tokens(first) is None
+    counted = count_tokens(first, len)
+    hits = [pipeline.run(BODY.replace(b'"m"', f'"m{i}"'.encode())) for i in range(3)]
+    assert [cached_tokens(hit) for hit in hits] == [counted] * 3
+    assert cached_tokens(hits[0]) is cached_tokens(hits[2])  # kept, not rebuilt per request
+
+
+def test_cached_tokens_of_two_catalogues_add_up_per_component() -> None:
+    strip = b'[{"type":"function","name":"a","parameters":' + SCHEMA + b"}]"
+    also = strip.replace(b'"a"', b'"b"')
+    body = b'{"tools":' + strip + b',"input":[{"type":"additional_tools","tools":' + also + b"}]}"
+    pipeline = Pipeline(["toolschema"])
+    report = pipeline.run(body, api="openai-responses")
+    assert len(report.applied) == 2 and cached_tokens(report) is None
+    counted = count_tokens(report, len)
+    before, after = counted["toolschema"]
+    assert before == 2 * len(strip) and after < before
+    assert cached_tokens(pipeline.run(body, api="openai-responses")) == counted
 
 
 def test_a_skipped_request_counts_no_tokens() -> None:

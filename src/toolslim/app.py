@@ -325,7 +325,7 @@ class _Exchange:
     received: float
     report: RunReport | None = None
     tokens: asyncio.Future[dict[str, tuple[int, int]]] | None = None
-    counted: dict[str, tuple[int, int]] | None = None  # known at once on a counted memo hit
+    counted: Mapping[str, tuple[int, int]] | None = None  # known at once on a counted memo hit
     status: int = 499  # nginx's "client closed request" until a status is known
     bytes_in: int = 0
     bytes_out: int = 0
@@ -685,7 +685,7 @@ def _tokens_counted(
 
 def _record_tokens(
     stats: Stats,
-    counted: dict[str, tuple[int, int]] | None,
+    counted: Mapping[str, tuple[int, int]] | None,
     usage: Usage | None,
     responded: bool,
 ) -> None:

@@ -53,17 +53,37 @@ class TokenCounts(Protocol):
     def cached_token_counts(self) -> tuple[int, ...] | None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class AppliedCatalogue:
     """An adopted catalogue: stage k+1 is component k's output (stage 0 is the input).
 
     `components` names the component behind each stage transition, so tokens can be
     attributed per component once counted (off the request path: tokenizing is slow).
+    A memo hit reports the very same object again.
     """
 
     stages: TokenCounts
     components: tuple[str, ...]
     applied: tuple[bool, ...]
+    _totals: Mapping[str, tuple[int, int]] | None = field(default=None, init=False, repr=False)
+
+    def totals(self, counts: Sequence[int]) -> dict[str, tuple[int, int]]:
+        """Tokens before/after per applied component, from the stages' token counts."""
+        return {
+            name: (counts[index], counts[index + 1])
+            for index, name in enumerate(self.components)
+            if self.applied[index]
+        }
+
+    def cached_totals(self) -> Mapping[str, tuple[int, int]] | None:
+        """`totals` once the stages are counted, kept: a session asks on every turn (a
+        shared read-only mapping)."""
+        if self._totals is None:
+            counts = self.stages.cached_token_counts()
+            if counts is None:
+                return None
+            self._totals = self.totals(counts)
+        return self._totals
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +113,13 @@ def count_tokens(report: RunReport, count: Callable[[bytes], int]) -> dict[str, 
     return _token_totals(report, [c.stages.token_counts(count) for c in report.applied])
 
 
-def cached_tokens(report: RunReport) -> dict[str, tuple[int, int]] | None:
-    """`count_tokens` without counting: None unless every catalogue was counted before."""
+def cached_tokens(report: RunReport) -> Mapping[str, tuple[int, int]] | None:
+    """`count_tokens` without counting: None unless every catalogue was counted before.
+
+    Read-only: for the usual request, one catalogue, it is the catalogue's kept mapping.
+    """
+    if len(report.applied) == 1:
+        return report.applied[0].cached_totals()
     counts = []
     for catalogue in report.applied:
         if (stage_counts := catalogue.stages.cached_token_counts()) is None:
@@ -108,11 +133,9 @@ def _token_totals(
 ) -> dict[str, tuple[int, int]]:
     totals: dict[str, tuple[int, int]] = {}
     for catalogue, counts in zip(report.applied, stage_counts, strict=True):
-        for index, name in enumerate(catalogue.components):
-            if not catalogue.applied[index]:
-                continue
-            before, after = totals.get(name, (0, 0))
-            totals[name] = (before + counts[index], after + counts[index + 1])
+        for name, (before, after) in catalogue.totals(counts).items():
+            was_before, was_after = totals.get(name, (0, 0))
+            totals[name] = (was_before + before, was_after + after)
     return totals
 
 

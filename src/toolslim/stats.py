@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -205,7 +205,7 @@ class Stats:
             else:
                 counters.error += 1
 
-    def record_tokens(self, tokens: dict[str, tuple[int, int]]) -> int:
+    def record_tokens(self, tokens: Mapping[str, tuple[int, int]]) -> int:
         """Catalogue tokens before/after per component for one request; returns tokens saved."""
         saved = 0
         for name, (before, after) in tokens.items():
