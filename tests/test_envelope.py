@@ -439,6 +439,60 @@ def test_a_warm_memo_gives_the_same_result_as_an_empty_one(body: bytes, api: str
         assert warm.body is body
 
 
+def layout_warm_memo() -> Memo:
+    """A memo whose most recent entry is CATALOGUE, proven once at the end of a body."""
+    memo = Memo(8)
+    compact(anthropic(), memo, STRIP)  # a miss: the full parse
+    compact(anthropic(messages=b'[{"role":"user"}]'), memo, STRIP)  # a hit: the rest is proven
+    (entry,) = memo._entries.values()
+    assert entry.layout == (b'"tools":', b',"stream":true}')
+    return memo
+
+
+def test_a_turn_that_ends_as_the_last_one_is_a_hit_without_a_search_or_a_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memo = layout_warm_memo()
+    bodies = [
+        anthropic(messages=b'[{"role":"user","content":"' + b"x" * n + b'"}]') for n in (1, 9)
+    ]
+    expected = [cold(body).body for body in bodies]
+
+    def searched(*args: Any) -> Any:
+        raise AssertionError("searched or parsed")
+
+    for name in ("_locate", "_top_level_member", "_key_candidates", "_key_candidates_reversed"):
+        monkeypatch.setattr(envelope, name, searched)
+    for body, out in zip(bodies, expected, strict=True):
+        result = compact(body, memo, STRIP)
+        assert [hit for _, hit in result.catalogues] == [True]
+        assert result.body == out != body
+
+
+@pytest.mark.parametrize("api", [None, "anthropic", "openai-responses"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        *TRICKY.values(),
+        anthropic()[:-1] + b',"tools":[]}',  # a later tools key, then the proven rest
+        b'{"messages":"\\",\\"tools":' + CATALOGUE + b',"stream":true}',
+        b'{"a":{"tools":' + CATALOGUE + b',"stream":true}',  # unclosed: depth 2 at the end
+        anthropic().replace(b'"tools":', b'"tools" :'),
+        anthropic().replace(b'"tools":', b'"toolz":'),  # same length, another member
+        anthropic().replace(b',"stream":true}', b',"tools":[9,9]}'),  # same length, later tools
+        anthropic(tools=CATALOGUE[:-1] + b',{"name":"x","input_schema":{}}]'),
+    ],
+)
+def test_a_memo_with_a_proven_layout_gives_the_same_result_as_an_empty_one(
+    body: bytes, api: str | None
+) -> None:
+    warm = compact(body, layout_warm_memo(), STRIP, api)
+    empty = cold(body, api=api)
+    assert warm.body == empty.body
+    assert warm.reason == empty.reason
+    assert [e.runs for e, _ in warm.catalogues] == [e.runs for e, _ in empty.catalogues]
+
+
 def test_only_the_top_level_catalogue_changes_when_its_bytes_also_appear_nested() -> None:
     body = TRICKY["catalogue bytes nested in a tool_use input after the top-level tools"]
     memo = Memo(4)

@@ -106,6 +106,9 @@ class Entry:
         self.errors = errors  # (component index, "ExcType: message")
         self.stages = StageTokens(raw, rewrites)
         self._with_tail: tuple[bytes, bytes] | None = None
+        # The key bytes before the catalogue and the short rest after it in the last body it
+        # was proven top level in by parsing that rest (see _same_place).
+        self.layout: tuple[bytes, bytes] | None = None
         # What the pipeline reports for this catalogue, computed once and stored here so it
         # lives and dies with the entry (it must not refer back to the entry: see StageTokens).
         self.report_parts: Any = None
@@ -308,6 +311,8 @@ def _recent_hit(body: bytes, entry: Entry) -> list[tuple[int, Entry, bool]] | No
     raw = entry.raw
     if len(raw) < _PREFIX:
         return None
+    if (value_start := _same_place(body, entry)) is not None:
+        return [(value_start, entry, True)]
     window = max(0, len(body) - len(raw) - _TAIL_WINDOW)
     end = body.rfind(entry.suffix, window)
     value_start = end + _PREFIX - len(raw) if end != -1 else body.find(raw[:_PREFIX])
@@ -326,7 +331,31 @@ def _recent_hit(body: bytes, entry: Entry) -> list[tuple[int, Entry, bool]] | No
         return None  # a later `"tools"` key: the general search decides
     if _top_level_member(body, key_start, value_end, "tools") is not False:
         return None
+    if key_start > len(body) - value_end and len(body) - value_end <= _SHORT_TAIL:
+        entry.layout = (body[key_start:value_start], body[value_end:])  # proven by the rest
     return [(value_start, entry, True)]
+
+
+def _same_place(body: bytes, entry: Entry) -> int | None:
+    """Where the catalogue starts if the body ends as the one `entry.layout` was proven in:
+    its key bytes, the catalogue's bytes, then the very same rest, shorter than what comes
+    before. That proof (top level, no later `"tools"` key) read nothing but the rest, so it
+    holds again without a search or a parse: each turn of a session differs only in the
+    transcript before the catalogue. `_recent_hit` reaches the same answer the long way."""
+    if entry.layout is None:
+        return None
+    key, rest = entry.layout
+    value_start = len(body) - len(rest) - len(entry.raw)
+    key_start = value_start - len(key)
+    if (
+        key_start <= len(rest)  # the head is the shorter side: _recent_hit parses it instead
+        or not body.endswith(rest)
+        or not body.startswith(entry.raw, value_start)
+        or not body.startswith(key, key_start)
+        or body[key_start - 1] == 0x5C  # an escaped quote: inside a string
+    ):
+        return None
+    return value_start
 
 
 def _skip_ws_back(body: bytes, at: int) -> int:
