@@ -118,3 +118,32 @@ async def test_serving_flushes_a_quiet_servers_lines_about_once_a_second(
     finally:
         flushing.cancel()
     assert stream.getvalue() == "INFO last request\n"
+
+
+@pytest.mark.parametrize("at", [NOW, NOW + 0.0004, NOW + 0.9996, NOW + 61.25])
+def test_an_info_line_written_directly_is_the_line_logging_writes(
+    at: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    direct, through_logging = io.StringIO(), io.StringIO()
+    handlers = [BatchedLines(direct), BatchedLines(through_logging)]
+    for handler in handlers:
+        handler.setFormatter(LineFormatter(FORMAT))
+    monkeypatch.setattr(logs.time, "time", lambda: at)
+    handlers[0].info("toolslim.app", "POST /v1/messages status=200 100% done")
+    made = logging.LogRecord(
+        "toolslim.app",
+        logging.INFO,
+        __file__,
+        1,
+        "%s",
+        ("POST /v1/messages status=200 100% done",),
+        None,
+    )
+    made.created, made.msecs = at, (at - int(at)) * 1000
+    handlers[1].handle(made)
+    for handler in handlers:
+        handler.flush()
+    assert direct.getvalue() == through_logging.getvalue()
+    assert direct.getvalue().endswith(
+        " INFO toolslim.app: POST /v1/messages status=200 100% done\n"
+    )

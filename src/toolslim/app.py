@@ -98,6 +98,7 @@ class Forwarding:
     stats: Stats
     lifecycle: Lifecycle
     capture: capture.Recorder | None  # None records nothing
+    log_lines: logs.BatchedLines | None  # serving: where each request's line goes directly
     session: ClientSession | None = None  # while the app runs (see _client_session)
 
 
@@ -109,8 +110,12 @@ LIFECYCLE: Final = web.AppKey("lifecycle", Lifecycle)
 CAPTURE: Final = web.AppKey[capture.Recorder | None]("capture")
 
 
-def make_app(settings: Settings) -> web.Application:
-    """The proxy application: admin routes, the dashboard, and everything else forwarded."""
+def make_app(settings: Settings, log_lines: logs.BatchedLines | None = None) -> web.Application:
+    """The proxy application: admin routes, the dashboard, and everything else forwarded.
+
+    `log_lines`, the handler `logs.configure` set up, takes each request's line directly;
+    without it the line goes through `logging`.
+    """
     # The handlers rely on both: request bodies arrive as sent (a gzip body is forwarded
     # byte-identical unless changed), and a client that goes away cancels its handler at once.
     app = web.Application(
@@ -136,7 +141,7 @@ def make_app(settings: Settings) -> web.Application:
             keep_files=_CAPTURE_FILES,
         )
         app.on_cleanup.append(_close_capture)
-    forwarding = Forwarding(settings, pipeline, stats, lifecycle, recorder)
+    forwarding = Forwarding(settings, pipeline, stats, lifecycle, recorder, log_lines)
     app[SETTINGS] = settings
     app[STATS] = stats
     app[REGISTRY] = metrics.make_registry(stats)
@@ -164,7 +169,7 @@ def serve(settings: Settings) -> int:
 
 async def _serve(settings: Settings, log_lines: logs.BatchedLines) -> int:
     runner = web.AppRunner(
-        make_app(settings),
+        make_app(settings, log_lines),
         handle_signals=False,
         access_log=None,  # one line per request comes from _finish instead
         shutdown_timeout=settings.shutdown_grace,
@@ -582,9 +587,9 @@ class _Watchdog:
     """
 
     def __init__(self, tick: float) -> None:
-        self._loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
+        self._loop = task.get_loop()  # not get_running_loop(): a getpid system call on 3.11
         self._task = task
         self._cancelling = task.cancelling()
         self._tick = tick
@@ -650,20 +655,26 @@ def _finish(forwarding: Forwarding, exchange: _Exchange) -> None:
     if exchange.sent:
         stats.observe_overhead(exchange.overhead)
     if log.isEnabledFor(logging.INFO):
-        log.info(
-            "%s %s upstream=%s api=%s status=%s in=%dB out=%dB pipeline=%s overhead_ms=%.2f%s",
-            exchange.method,
-            exchange.path,
-            exchange.route.upstream.name,
-            exchange.route.api,
-            exchange.status,
-            exchange.bytes_in,
-            exchange.bytes_out,
-            ",".join(_outcome(run) for run in exchange.report.runs) or "-",
-            exchange.overhead * 1000,
-            (f" upstream_error={exchange.failure}" if exchange.failure else "")
-            + (" client_disconnect" if exchange.disconnected else ""),
-        )
+        _log_exchange(forwarding.log_lines, exchange, exchange.report)
+
+
+def _log_exchange(lines: logs.BatchedLines | None, exchange: _Exchange, report: RunReport) -> None:
+    """The request's one line: never a credential, a body or a query string."""
+    message = (
+        f"{exchange.method} {exchange.path} upstream={exchange.route.upstream.name}"
+        f" api={exchange.route.api} status={exchange.status} in={exchange.bytes_in}B"
+        f" out={exchange.bytes_out}B"
+        f" pipeline={','.join(_outcome(run) for run in report.runs) or '-'}"
+        f" overhead_ms={exchange.overhead * 1000:.2f}"
+    )
+    if exchange.failure:
+        message += f" upstream_error={exchange.failure}"
+    if exchange.disconnected:
+        message += " client_disconnect"
+    if lines is not None:  # serving: straight into the batch, as logging would have put it
+        lines.info(log.name, message)
+    else:
+        log.info("%s", message)
 
 
 def _tokens_counted(
