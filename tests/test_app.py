@@ -236,10 +236,12 @@ class FakeUpstream:
         return web.json_response({"slow": True})
 
     async def answer_hang(self, request: web.Request, arg: str) -> web.StreamResponse:
+        stall, _, headers_after_ms = arg.partition(":")
+        await asyncio.sleep(int(headers_after_ms or 0) / 1000)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         await response.write(b"event: ping\ndata: {}\n\n")
-        await asyncio.sleep(float(arg or 30))
+        await asyncio.sleep(float(stall or 30))
         await response.write(b"event: late\ndata: {}\n\n")
         return response
 
@@ -880,6 +882,21 @@ async def test_idle_gap_longer_than_idle_chunk_ends_the_stream_and_counts_timeou
         with pytest.raises(aiohttp.ClientPayloadError):
             await response.read()
     await asyncio.wait_for(upstream.cancelled.wait(), 5)
+    snapshot = await stats_of(client, server, total_is(1))
+    assert snapshot["requests"]["upstream_errors"]["timeout"] == 1
+
+
+async def test_a_stall_after_slow_headers_is_cut_at_idle_chunk_not_at_response_headers(
+    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    server = await proxy(timeouts=Timeouts(connect=5, response_headers=10, idle_chunk=0.2))
+    started = time.monotonic()
+    headers = {"X-Fake": "hang:5:600"}  # headers after three idle_chunks, then a 5 s stall
+    async with client.post(server.make_url("/v1/messages"), data=b"{}", headers=headers) as r:
+        assert await r.content.readline() == b"event: ping\n"
+        with pytest.raises(aiohttp.ClientPayloadError):
+            await r.read()
+    assert time.monotonic() - started < 2.5  # cut ~0.2 s into the stall
     snapshot = await stats_of(client, server, total_is(1))
     assert snapshot["requests"]["upstream_errors"]["timeout"] == 1
 

@@ -7,6 +7,7 @@ the response is relayed chunk by chunk, untouched; every outcome is counted in o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import gc
@@ -196,14 +197,18 @@ async def _serve(settings: Settings, log_lines: logs.BatchedLines) -> int:
     )
     log_lines.flush()
     flushing = asyncio.create_task(_flush_every_second(log_lines))
-    await stop.wait()
-    log.info("shutting down: in-flight requests get up to %s s", settings.shutdown_grace)
-    log_lines.flush()
-    # Stops accepting, runs on_shutdown (/readyz -> 503), waits for handlers up to the grace
-    # period, cancels the rest, then closes the upstream session (cleanup_ctx).
-    await runner.cleanup()
-    flushing.cancel()
-    log_lines.flush()
+    try:
+        await stop.wait()
+        log.info("shutting down: in-flight requests get up to %s s", settings.shutdown_grace)
+        log_lines.flush()
+        # Stops accepting, runs on_shutdown (/readyz -> 503), waits for handlers up to the
+        # grace period, cancels the rest, then closes the upstream session (cleanup_ctx).
+        await runner.cleanup()
+    finally:
+        flushing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await flushing
+        log_lines.flush()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.remove_signal_handler(signum)
     return 0
@@ -583,7 +588,8 @@ class _Watchdog:
     One timer per request, re-armed only when it fires: a wait costs two clock reads, where
     an asyncio.timeout around each made and cancelled a timer handle every time (~5 us of CPU
     per chunk, and as much again for the headers). Time spent writing to a slow client never
-    counts. `tick` is the shortest limit it will be given, so the timer is never late.
+    counts. `tick` is the shortest limit it will be given, and the timer is never set further
+    than that from now while nothing waits or the wait has longer to go: it is never late.
     """
 
     def __init__(self, tick: float) -> None:
@@ -612,8 +618,9 @@ class _Watchdog:
         elif now >= self._since + self._limit:
             self._fired = True
             self._task.cancel()
-        else:
-            self._timer = self._loop.call_at(self._since + self._limit, self._check)
+        else:  # not past `tick` from now either: a wait that starts meanwhile has that long
+            due = min(self._since + self._limit, now + self._tick)
+            self._timer = self._loop.call_at(due, self._check)
 
     def expired(self) -> bool:
         """Whether the CancelledError being handled is this timer's own (then it is consumed),
