@@ -476,7 +476,9 @@ def test_a_turn_that_ends_as_the_last_one_is_a_hit_without_a_search_or_a_parse(
         *TRICKY.values(),
         anthropic()[:-1] + b',"tools":[]}',  # a later tools key, then the proven rest
         b'{"messages":"\\",\\"tools":' + CATALOGUE + b',"stream":true}',
-        b'{"a":{"tools":' + CATALOGUE + b',"stream":true}',  # unclosed: depth 2 at the end
+        # Unclosed (depth 2 at the end) with a head shorter than the rest: the hit path
+        # parses the head, and refuses, as the full parse does.
+        b'{"a":{"tools":' + CATALOGUE + b',"stream":true}',
         anthropic().replace(b'"tools":', b'"tools" :'),
         anthropic().replace(b'"tools":', b'"toolz":'),  # same length, another member
         anthropic().replace(b',"stream":true}', b',"tools":[9,9]}'),  # same length, later tools

@@ -5,7 +5,10 @@ leaving every other byte of the body untouched. Never raises; says why when it s
 The catalogue is the value of the body's last top-level member spelled `"tools"` (what
 last-wins JSON readers use), plus, in OpenAI Responses bodies, the `tools` of each
 `{"type": "additional_tools"}` item of `input` (Codex CLI). Both paths below, the memo-hit byte
-search and the full parse, find exactly these, so the output never depends on memo state.
+search and the full parse, find exactly these, so the output never depends on memo state. The
+one exception is a body that is not JSON on the side of the catalogue the memo-hit proof does
+not read (the longer one): the full parse forwards it as it came, a memo hit compacted, and
+either way the upstream gets it as broken as it came.
 
 Must not import aiohttp or prometheus_client.
 """

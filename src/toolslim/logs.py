@@ -85,11 +85,10 @@ class BatchedLines(logging.StreamHandler[TextIO]):
         created = time.time()
         formatter = self.formatter
         assert isinstance(formatter, LineFormatter)
-        stamp = formatter.stamp(created, (created - int(created)) * 1000)
-        line = f"{stamp} INFO {name}: {message}{self.terminator}"
-        self.acquire()
+        self.acquire()  # as emit formats: the formatter's stamp is shared with other threads
         try:
-            self._add(line, created, False)
+            stamp = formatter.stamp(created, (created - int(created)) * 1000)
+            self._add(f"{stamp} INFO {name}: {message}{self.terminator}", created, False)
         finally:
             self.release()
 

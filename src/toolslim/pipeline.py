@@ -59,7 +59,8 @@ class AppliedCatalogue:
 
     `components` names the component behind each stage transition, so tokens can be
     attributed per component once counted (off the request path: tokenizing is slow).
-    A memo hit reports the very same object again.
+    A memo hit on a one-catalogue body reports the very same object again (a body with
+    several catalogues gets new ones).
     """
 
     stages: TokenCounts
