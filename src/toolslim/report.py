@@ -184,8 +184,21 @@ class Replayer:
         if LOSSY in pipeline.names:
             self.lossless = Pipeline([n for n in pipeline.names if n != LOSSY])
 
-    def replay(self, body: bytes, stats: FileStats) -> None:
+    def replay(self, body: bytes, stats: FileStats) -> str | None:
+        """Count one request body into `stats`; or, counting nothing, why it cannot be."""
         output, report, tokens = self._run(body)
+        try:
+            inputs = [self._measure(c) for c in catalogues(_document(body))]
+            outputs = inputs
+            if output is not body:
+                outputs = [self._measure(c) for c in catalogues(_document(output))]
+            lossless_tools: list[int] = []
+            if self.lossless is not None:
+                lossless = self.lossless.run(body).body
+                for catalogue in catalogues(_document(lossless)):
+                    lossless_tools += self._measure(catalogue).tool_tokens
+        except _Unmeasurable:
+            return UNMEASURABLE
         stats.requests += 1
         stats.changed += report.changed(body)
         stats.input_tokens += count_tokens(body)
@@ -194,22 +207,15 @@ class Replayer:
             reasons = stats.skip_reasons.setdefault(run.component, Counter())
             if run.outcome == "skipped":
                 reasons[run.reason or "unknown"] += 1
-        saved = sum(before - after for before, after in tokens.values())
-        inputs = [self._measure(c) for c in catalogues(_document(body))]
         stats.tools += sum(m.tools for m in inputs)
         stats.before += sum(m.tokens for m in inputs)
-        stats.saved += saved
+        stats.saved += sum(before - after for before, after in tokens.values())
         for measured in inputs:
             stats.tool_before += measured.tool_tokens
-        outputs = inputs
-        if output is not body:
-            outputs = [self._measure(c) for c in catalogues(_document(output))]
         for measured in outputs:
             stats.tool_after += measured.tool_tokens
-        if self.lossless is not None:
-            lossless = self.lossless.run(body).body
-            for catalogue in catalogues(_document(lossless)):
-                stats.tool_after_lossless += self._measure(catalogue).tool_tokens
+        stats.tool_after_lossless += lossless_tools
+        return None
 
     def _run(self, body: bytes) -> tuple[bytes, RunReport, dict[str, tuple[int, int]]]:
         if not body.strip(_WS):
@@ -219,7 +225,10 @@ class Replayer:
         return report.body, report, pipeline_tokens(report, count_tokens)
 
     def _measure(self, catalogue: list[JSON]) -> Measured:
-        key = hashlib.sha256(orjson.dumps(catalogue)).digest()
+        try:
+            key = hashlib.sha256(orjson.dumps(catalogue)).digest()
+        except orjson.JSONEncodeError as exc:  # nested too deep to write, lone surrogates
+            raise _Unmeasurable from exc
         measured = self._measured.get(key)
         if measured is None:
             leaves = [count_tokens(_canonical([leaf])[1:-1]) for leaf in _leaves(catalogue)]
@@ -227,6 +236,14 @@ class Replayer:
             measured = Measured(count_tools(catalogue), tokens, tuple(leaves))
             self._measured[key] = measured
         return measured
+
+
+class _Unmeasurable(Exception):
+    """A catalogue that cannot be written back to count its tokens (orjson writes 255 levels
+    and no lone surrogates; the pipeline itself passes such a catalogue through untouched)."""
+
+
+UNMEASURABLE = "a catalogue too deep or with lone surrogates to measure"
 
 
 def _canonical(catalogue: list[JSON]) -> bytes:
@@ -425,15 +442,20 @@ def run_report(
         if isinstance(requests, str):
             print(f"toolslim report: skipped {name}: {requests}", file=err)
             continue
+        stats = FileStats()
+        for body in requests.bodies:
+            if (why := replayer.replay(body, stats)) is not None:
+                requests.lines_skipped[why] += 1
+        if not stats.requests:
+            why = _reasons(requests.lines_skipped)
+            print(f"toolslim report: skipped {name}: no request could be measured: {why}", file=err)
+            continue
         if requests.lines_skipped:
             print(
                 f"toolslim report: {name}: skipped {sum(requests.lines_skipped.values())} "
                 f"line(s): {_reasons(requests.lines_skipped)}",
                 file=err,
             )
-        stats = FileStats()
-        for body in requests.bodies:
-            replayer.replay(body, stats)
         summaries.append(summarize(name, stats, read, write, requests.lines_skipped))
     if not summaries:
         print(
