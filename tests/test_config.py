@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from toolslim.config import ConfigError, MiB, Settings, Timeouts, Upstream, load_settings
+from toolslim.pipeline import Pipeline
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.yaml"
 TOKEN = "0123456789abcdef-secret"
@@ -39,6 +40,7 @@ def test_defaults_without_file_flags_or_env() -> None:
     assert settings.pipeline == ("toolschema",)
     assert settings.timeouts == Timeouts(connect=10, response_headers=600, idle_chunk=300)
     assert (settings.memo_size, settings.pool_size) == (64, 64)
+    assert Pipeline([]).memo_gauges()[1] == settings.memo_size  # one default, not two
     assert settings.max_body_bytes == 32 * MiB
     assert settings.shutdown_grace == 30
     assert (settings.cache_read_multiplier, settings.cache_write_multiplier) == (0.1, 1.25)

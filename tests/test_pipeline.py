@@ -16,6 +16,7 @@ from toolslim.catalog import serialize
 from toolslim.envelope import parse_catalogue
 from toolslim.pipeline import (
     KNOWN,
+    MEMO_SIZE,
     PLANNED,
     Component,
     ComponentRun,
@@ -114,7 +115,7 @@ def test_the_second_request_with_the_same_catalogue_is_a_memo_hit() -> None:
     second = pipeline.run(BODY.replace(b'"messages":[]', b'"messages":[{"role":"user"}]'))
     assert (second.memo_hits, second.memo_misses) == (1, 0)
     assert second.runs == first.runs
-    assert pipeline.memo_gauges() == (1, 256)
+    assert pipeline.memo_gauges() == (1, MEMO_SIZE)
 
 
 def test_runs_are_summed_over_the_catalogues_of_one_request() -> None:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from toolslim import pipeline
+from toolslim.pipeline import MEMO_SIZE
 
 MiB: Final = 1024 * 1024
 DEFAULT_UPSTREAMS: Final = MappingProxyType(
@@ -94,7 +95,7 @@ class Settings:
         default_factory=lambda: MappingProxyType({})
     )
     timeouts: Timeouts = field(default_factory=Timeouts)
-    memo_size: int = 64
+    memo_size: int = MEMO_SIZE
     pool_size: int = 64
     max_body_bytes: int = 32 * MiB
     shutdown_grace: float = 30.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from toolslim import budget, defs, envelope
 from toolslim.envelope import Outcome, Piece
@@ -176,6 +176,11 @@ def check_names(names: Sequence[str]) -> None:
         seen.add(name)
 
 
+# Catalogues the memo keeps by default (config's `memo_size`): a session sends one catalogue,
+# a busy proxy a few dozen; each entry is ~3x its catalogue (~190 KB for Claude Code's).
+MEMO_SIZE: Final = 64
+
+
 class Pipeline:
     """The configured components, in order, with the memo their catalogue walk shares."""
 
@@ -183,7 +188,7 @@ class Pipeline:
         self,
         names: Sequence[str],
         *,
-        memo_size: int = 256,
+        memo_size: int = MEMO_SIZE,
         options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         check_names(names)
