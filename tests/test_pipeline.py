@@ -4,13 +4,12 @@ RunReport says per component what happened, with tokens counted on canonical byt
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from typing import Any
 
 import pytest
 
+from child import python_output
 from toolslim import envelope
 from toolslim.catalog import serialize
 from toolslim.envelope import parse_catalogue
@@ -260,11 +259,7 @@ def test_token_counting_never_touches_the_network() -> None:
         "from toolslim.tokens import count_tokens\n"
         "print(count_tokens(b'hello world'))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert int(result.stdout) == 2
+    assert int(python_output(code)) == 2
 
 
 def test_memory_is_bounded_by_the_memo_entries_evicted_ones_are_freed_at_once() -> None:
