@@ -585,7 +585,7 @@ class _Watchdog:
     """Cancels the handler's task once one wait on the upstream outlasts its limit: the wait
     for response headers, then each read of the body.
 
-    One timer per request, re-armed only when it fires: a wait costs two clock reads, where
+    One timer per request, re-armed only when it fires: a wait costs one clock read, where
     an asyncio.timeout around each made and cancelled a timer handle every time (~5 us of CPU
     per chunk, and as much again for the headers). Time spent writing to a slow client never
     counts. `tick` is the shortest limit it will be given, and the timer is never set further
@@ -651,8 +651,9 @@ def _finish(forwarding: Forwarding, exchange: _Exchange) -> None:
         bytes_in=exchange.bytes_in,
         bytes_out=exchange.bytes_out,
     )
-    responded = exchange.observer is not None
-    usage = exchange.observer.finish() if exchange.observer is not None else None
+    observer = exchange.observer
+    responded = observer is not None
+    usage = observer.finish() if observer is not None else None
     if exchange.tokens is None:
         _record_tokens(stats, exchange.counted, usage, responded)
     else:

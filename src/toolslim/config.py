@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 import yaml
 
 from toolslim import pipeline
-from toolslim.pipeline import MEMO_SIZE
+from toolslim.pipeline import MEMO_SIZE  # as a name: Settings.pipeline hides the module
+from toolslim.stats import READ_MULTIPLIER, WRITE_MULTIPLIER
 
 MiB: Final = 1024 * 1024
 DEFAULT_UPSTREAMS: Final = MappingProxyType(
@@ -103,8 +104,8 @@ class Settings:
     admin_token: str | None = field(default=None, repr=False)
     capture_dir: str | None = None
     capture_max_bytes: int = 256 * MiB
-    cache_read_multiplier: float = 0.1
-    cache_write_multiplier: float = 1.25
+    cache_read_multiplier: float = READ_MULTIPLIER
+    cache_write_multiplier: float = WRITE_MULTIPLIER
 
 
 # YAML layout: top-level key -> None for a scalar, or the allowed keys of a nested mapping
