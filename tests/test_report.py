@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import tiktoken
 
@@ -298,7 +299,7 @@ def test_bad_capture_lines_are_skipped_and_counted(tmp_path: Path) -> None:
 
 DEEP_SCHEMA = '{"type":"object","properties":{"a":' * 300 + '{"type":"string"}' + "}}" * 300
 UNMEASURABLE_BODIES = {
-    "nested deeper than orjson writes": (
+    "nested deeper than the pipeline writes": (
         '{"model":"m","tools":[{"name":"d","input_schema":' + DEEP_SCHEMA + "}]}"
     ),
     "a lone surrogate": (
@@ -323,6 +324,20 @@ def test_a_catalogue_that_cannot_be_measured_is_a_skipped_line_not_a_crash(
         "file": str(path),
         "lines_skipped": {UNMEASURABLE: 1},
     }
+
+
+def test_a_catalogue_deeper_than_orjson_writes_but_rewritten_by_the_pipeline_is_measured(
+    tmp_path: Path,
+) -> None:
+    levels = 126  # the catalogue is ~254 levels deep: past orjson.dumps, within the pipeline
+    schema = '{"type":"object","title":"t","properties":{"a":' * levels + "{}" + "}}" * levels
+    body = '{"model":"m","tools":[{"name":"d","input_schema":' + schema + "}]}"
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps(json.loads(body)["tools"])
+    (run,) = pipeline().run(body.encode()).runs
+    assert run.outcome == "applied"
+    [result] = report_json(_only(tmp_path, body))
+    assert result["requests"] == 1 and result["lines_skipped"] == {}
 
 
 def test_a_file_of_nothing_measurable_is_skipped_naming_why(tmp_path: Path) -> None:

@@ -227,8 +227,8 @@ class Replayer:
     def _measure(self, catalogue: list[JSON]) -> Measured:
         try:
             key = hashlib.sha256(orjson.dumps(catalogue)).digest()
-        except orjson.JSONEncodeError as exc:  # nested too deep to write, lone surrogates
-            raise _Unmeasurable from exc
+        except orjson.JSONEncodeError:  # deeper than orjson writes: the pipeline may still
+            key = hashlib.sha256(_canonical(catalogue)).digest()
         measured = self._measured.get(key)
         if measured is None:
             leaves = [count_tokens(_canonical([leaf])[1:-1]) for leaf in _leaves(catalogue)]
@@ -239,20 +239,19 @@ class Replayer:
 
 
 class _Unmeasurable(Exception):
-    """A catalogue that cannot be written back to count its tokens (orjson writes 255 levels
-    and no lone surrogates; the pipeline itself passes such a catalogue through untouched)."""
+    """A catalogue the pipeline's own writer cannot write back to count its tokens (nested
+    deeper than it writes, lone surrogates): the pipeline passes it through untouched."""
 
 
 UNMEASURABLE = "a catalogue too deep or with lone surrogates to measure"
 
 
 def _canonical(catalogue: list[JSON]) -> bytes:
-    """The canonical form the pipeline counts tokens on; the compact client form if the
-    catalogue is one the pipeline refuses (too deep, lone surrogates)."""
+    """The canonical form the pipeline counts tokens on."""
     try:
         return serialize(catalogue)
-    except Exception:
-        return orjson.dumps(catalogue)
+    except Exception as exc:  # TooDeep, lone surrogates: the pipeline skips it as well
+        raise _Unmeasurable from exc
 
 
 def _document(body: bytes) -> JSON:
@@ -425,7 +424,7 @@ def run_report(
 ) -> int:
     """Replay each file's requests and print one table per file (or one JSON list).
 
-    Exit status 0 when at least one request was read, 2 otherwise or on bad multipliers.
+    Exit status 0 when at least one request was measured, 2 otherwise or on bad multipliers.
     """
     read = READ_MULTIPLIER if read_multiplier is None else read_multiplier
     write = WRITE_MULTIPLIER if write_multiplier is None else write_multiplier
