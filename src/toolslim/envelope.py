@@ -43,7 +43,9 @@ _SCALAR = re.compile(rb"[^\s,\]}]+")
 _PREFIX = 64  # bytes of a catalogue that index it for the memo-hit byte comparison
 _MAX_CANDIDATES = 64  # `"tools":` keys the hit path looks at before it hands over
 _TAIL_WINDOW = 64 * 1024  # bytes after a catalogue the reverse search looks through
-_SHORT_TAIL = 1024  # bytes after the last catalogue that are sent joined to its output
+# Bytes after the last catalogue that are sent joined to its output, and that an entry keeps
+# as the rest it was proven with (Entry.layout).
+_SHORT_TAIL = 1024
 
 
 class DuplicateKey(ValueError):

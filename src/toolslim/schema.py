@@ -349,9 +349,11 @@ def map_holder(
     """`value` of keyword `key` with `fn(subschema, steps from the keyword's node)` applied to
     each subschema it holds; the very same object when nothing changed.
 
-    The one place that knows which shape each subschema keyword holds: one schema
-    (SUBSCHEMA), a list of them (SUBSCHEMA_LISTS, and `items` in its array form), or a map of
-    names to them (SUBSCHEMA_MAPS, `dependencies`, whose string-array members are skipped).
+    The rewriting walk's knowledge of which shape each subschema keyword holds, shared by
+    `_strip` and budget's rewrite: one schema (SUBSCHEMA), a list of them (SUBSCHEMA_LISTS,
+    and `items` in its array form), or a map of names to them (SUBSCHEMA_MAPS,
+    `dependencies`, whose string-array members are skipped). `_children` and `survey` still
+    spell the same shapes out for reading (survey more cautiously).
     """
     if isinstance(value, dict):
         if key in SUBSCHEMA:

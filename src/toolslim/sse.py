@@ -584,9 +584,10 @@ class UsageObserver:
         """Decode, of the complete events before `cut`, only those whose bytes may carry usage.
 
         With LF line breaks an event ends at the first LF LF after any of its bytes and starts
-        after the last one before; each such event is decoded on its own (the decoder is clean
-        at every boundary). A stream chunk read under load often holds the whole answer, and
-        decoding its 30 deltas cost more than everything else the proxy does per request.
+        after the last one before; each such event is read on its own, straight from its bytes
+        or, when only the decoder can say, by a decoder (clean at every boundary). A stream
+        chunk read under load often holds the whole answer, and decoding its 30 deltas cost
+        more than everything else the proxy does per request.
         With CR line breaks the edges are subtler: every event before `cut` is decoded.
         """
         firsts = [(key, _mention(buf, key, 0, cut)) for key in self._key_bytes]
