@@ -451,6 +451,22 @@ TRICKY_STREAMS = {
     ),
     "data-without-colon-and-fields-around-usage": b"id: 7\nretry: 5\ndata\n"
     + ANTHROPIC_STREAM.replace(b"data: ", b"data:", 1),
+    # A field that only starts with "data" is another field; usage on a line of its own.
+    "datax-field-beside-usage": b'datax: {"usage":{"output_tokens":7}}\n'
+    + ANTHROPIC_STREAM.replace(b"data: ", b"data:  ", 1),
+    "usage-after-a-data-line": (
+        b'data: {"type":"message_delta",\ndata: "usage":{"output_tokens":3}}\n\n' + ANTHROPIC_STREAM
+    ),
+    "usage-before-a-data-line": ANTHROPIC_STREAM.replace(
+        b'"usage":{"output_tokens"', b'"usage":{"output_tokens"\ndata: ', 1
+    ),
+    # Each data line parses alone, but the event's data is both joined: not JSON at all.
+    "usage-on-the-second-of-two-json-data-lines": ANTHROPIC_STREAM
+    + b'data: {"type":"ping"}\ndata: {"type":"message_delta","usage":{"output_tokens":3}}\n\n',
+    "usage-on-the-first-of-two-json-data-lines": ANTHROPIC_STREAM
+    + b'data: {"type":"message_delta","usage":{"output_tokens":3}}\ndata: {"type":"ping"}\n\n',
+    "data-hash-field-after-the-stream": ANTHROPIC_STREAM
+    + b'data#{"type":"message_delta","usage":{"output_tokens":7}}\n\n',
 }
 
 
@@ -497,6 +513,8 @@ SSE_PIECES = [
     b"data: ",
     b"data:",
     b"data",
+    b"datax: ",
+    b"data:  ",
     b"event: message_delta",
     b": comment",
     b"id: 1",

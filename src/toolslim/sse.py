@@ -205,20 +205,19 @@ def _decoders(content_encoding: str | None) -> list[Callable[[bytes], bytes]]:
     return [DECODERS[c]() for c in reversed(codings) if c and c != "identity"]
 
 
-def _count(usage: Mapping[str, Any], *path: str) -> int:
-    """The count at `path`: missing or null is 0; anything but a non-negative int is junk."""
-    value: Any = usage
-    for key in path:
-        if value is None:
-            return 0
+def _count(usage: Mapping[str, Any], key: str, inner: str | None = None) -> int:
+    """The count at usage[key] (or usage[key][inner]): missing or null is 0; anything but a
+    non-negative int is junk."""
+    value = usage.get(key)
+    if inner is not None and value is not None:
         if not isinstance(value, dict):  # parsed JSON: an object is a dict (and no ABC check)
-            raise ValueError(f"not an object on the way to {path}")
-        value = value.get(key)
+            raise ValueError(f"{key} is not an object")
+        value = value.get(inner)
+    if type(value) is int and value >= 0:
+        return value
     if value is None:
         return 0
-    if type(value) is not int or value < 0:
-        raise ValueError(f"{path} is {value!r}, not a token count")
-    return value
+    raise ValueError(f"{key} is {value!r}, not a token count")
 
 
 def _minus(total: int, part: int) -> int:
@@ -590,32 +589,63 @@ class UsageObserver:
         more than everything else the proxy does per request.
         With CR line breaks the edges are subtler: every event before `cut` is decoded.
         """
-        firsts = [(key, _mention(buf, key, 0, cut)) for key in self._key_bytes]
-        if all(at < 0 for _, at in firsts):
+        keys = self._key_bytes
+        ats = [_mention(buf, key, 0, cut) for key in keys]  # each key's next mention
+        if max(ats) < 0:
             return
         if buf.find(b"\r", 0, cut) >= 0:
             self._feed_events(bytes(buf[:cut]))
             return
-        spans: set[tuple[int, int]] = set()
-        for key, at in firsts:
-            while at >= 0:
-                start = buf.rfind(b"\n\n", 0, at) + 2  # 1: no boundary before it
-                end = buf.find(b"\n\n", at, cut) + 2  # cut ends an event: always found
-                spans.add((start if start > 1 else 0, end))
-                at = _mention(buf, key, end, cut)
-        for start, end in sorted(spans):
+        at = min(a for a in ats if a >= 0)
+        while at >= 0:
+            start = buf.rfind(b"\n\n", 0, at) + 2  # 1: no boundary before it
+            start = start if start > 1 else 0
+            end = buf.find(b"\n\n", at, cut) + 2  # cut ends an event: always found
             self._at_start = self._at_start and start == 0
-            event = bytes(buf[start:end])
-            if not self._read_event(event):
-                self._feed_events(event)
+            if not self._read_event(buf, start, end, at):
+                self._feed_events(bytes(buf[start:end]))
             if not self._available:
                 return
+            if len(keys) == 1:  # every API but "other": no list to keep
+                at = _mention(buf, keys[0], end, cut)
+                continue
+            ats = [
+                a if a < 0 or a >= end else _mention(buf, key, end, cut)
+                for a, key in zip(ats, keys, strict=True)
+            ]
+            at = min((a for a in ats if a >= 0), default=-1)
 
-    def _read_event(self, event: bytes) -> bool:
-        """Observe one complete LF-delimited event straight from its bytes, as SSEDecoder
-        would see it; False when only the decoder can say (bytes that are not UTF-8)."""
-        if self._at_start and event.startswith(_BOM):
-            event = event[len(_BOM) :]
+    def _read_event(self, buf: bytes | bytearray, start: int, end: int, at: int) -> bool:
+        """Observe the complete LF-delimited event buf[start:end], where a mention of usage
+        starts `at`, as SSEDecoder would see it; False when only the decoder can say (a leading
+        BOM, bytes that are not UTF-8).
+
+        The usual event has one data line, and the mention is on it: that line's payload goes
+        to orjson as it lies, with no line splitting and no str in between.
+        """
+        if start == 0 and self._at_start and buf.startswith(_BOM):
+            return False
+        line = buf.rfind(b"\n", start, at) + 1 or start  # where the mention's line starts
+        eol = buf.find(b"\n", at, end)
+        if (
+            not buf.startswith(b"data:", line)
+            or buf.find(b"\ndata", eol, end) >= 0  # another data line after it
+            or (
+                line > start  # or before it
+                and (buf.startswith(b"data", start) or buf.find(b"\ndata", start, line - 1) >= 0)
+            )
+        ):
+            return self._read_lines(bytes(buf[start:end]))
+        value = line + 5 + (buf[line + 5] == 32)  # ":" then at most one space, by the spec
+        try:
+            obj = orjson.loads(buf[value:eol])
+        except orjson.JSONDecodeError:
+            return False  # maybe not UTF-8, where the decoder reads U+FFFD
+        self._observe(obj)
+        return True
+
+    def _read_lines(self, event: bytes) -> bool:
+        """_read_event for an event of several data lines (or unknown fields like "datax")."""
         parts = []
         for line in event.split(b"\n"):
             field, _, value = line.partition(b":")
@@ -657,7 +687,10 @@ class UsageObserver:
                 continue
             usage, self._final = found
             if provider.merge and provider is self._provider:
-                self._raw.update((k, v) for k, v in usage.items() if v is not None)
+                raw = self._raw
+                for name, value in usage.items():
+                    if value is not None:
+                        raw[name] = value
             else:
                 self._provider, self._raw = provider, dict(usage)
             return
