@@ -983,6 +983,30 @@ async def test_stats_count_proxied_requests_only_and_components_always_add_up(
     assert runs == {"applied": 2.0, "skipped": 5.0, "error": 0.0}
 
 
+async def test_a_response_is_counted_before_any_request_its_client_sends_next(
+    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    """Exchanges are counted together after the loop's turn they end in, never later than
+    the next thing a client can ask: /stats right after a response already shows it."""
+    server = await proxy()
+    for count in range(1, 6):
+        async with client.post(server.make_url("/v1/messages"), data=dumps(ANTHROPIC)) as reply:
+            await reply.read()
+        assert (await stats_of(client, server))["requests"]["total"] == count
+
+    async def one(headers: dict[str, str]) -> None:
+        async with client.post(
+            server.make_url("/v1/messages"), data=dumps(ANTHROPIC), headers=headers
+        ) as reply:
+            await reply.read()
+
+    await asyncio.gather(*(one({"X-Fake": "sse:2:1"} if i % 2 else {}) for i in range(20)))
+    snapshot = await stats_of(client, server)
+    assert snapshot["requests"]["total"] == 25
+    assert snapshot["timings"]["proxy_overhead_seconds"]["count"] == 25
+    assert snapshot["usage"]["responses_with_usage"] + snapshot["usage"]["usage_unavailable"] == 25
+
+
 async def test_admin_token_guards_stats_and_metrics_but_not_the_api_or_the_dashboard_files(
     upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
 ) -> None:
