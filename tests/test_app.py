@@ -30,7 +30,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from child import python_output
-from toolslim.app import _ONE_WRITE, CAPTURE, STATS, make_app, route_request
+from toolslim.app import _ONE_WRITE, CAPTURE, STATS, _Patrol, make_app, route_request
 from toolslim.config import Settings, Timeouts, load_settings
 from toolslim.pipeline import Pipeline
 
@@ -855,6 +855,30 @@ async def test_wait_for_headers_is_held_to_response_headers_not_to_idle_chunk(
         await r.read()
     snapshot = await stats_of(client, server, total_is(1))
     assert snapshot["requests"]["upstream_errors"]["timeout"] == 0
+
+
+async def test_the_patrol_cuts_a_wait_within_one_period_of_its_limit_and_sleeps_when_idle() -> None:
+    loop = asyncio.get_running_loop()
+    patrol = _Patrol(loop, period=0.05)
+
+    async def wait_on_upstream(limit: float) -> float:
+        watchdog = patrol.watch()
+        started = loop.time()
+        try:
+            watchdog.waiting(limit)
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            assert watchdog.expired()  # its own cancellation, consumed
+            return loop.time() - started
+        finally:
+            patrol.release(watchdog)
+        raise AssertionError("not cut")
+
+    cut = await asyncio.gather(wait_on_upstream(0.1), wait_on_upstream(0.2))
+    assert 0.1 <= cut[0] < 0.1 + 0.05 + 0.05  # one period late at most (and a little slack)
+    assert 0.2 <= cut[1] < 0.2 + 0.05 + 0.05
+    await asyncio.sleep(0.12)
+    assert patrol._timer is None  # nothing watched: no timer runs
 
 
 async def test_upstream_reset_mid_stream_ends_the_clients_stream_and_counts_reset(
