@@ -445,7 +445,7 @@ def layout_warm_memo() -> Memo:
     compact(anthropic(), memo, STRIP)  # a miss: the full parse
     compact(anthropic(messages=b'[{"role":"user"}]'), memo, STRIP)  # a hit: the rest is proven
     (entry,) = memo._entries.values()
-    assert entry.layout == (b'"tools":', b',"stream":true}')
+    assert entry.layouts == [(b'"tools":', b',"stream":true}')]
     return memo
 
 
@@ -467,6 +467,39 @@ def test_a_turn_that_ends_as_the_last_one_is_a_hit_without_a_search_or_a_parse(
         result = compact(body, memo, STRIP)
         assert [hit for _, hit in result.catalogues] == [True]
         assert result.body == out != body
+
+
+def test_sessions_that_share_a_catalogue_and_take_turns_each_keep_their_fast_hit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each session ends its body its own way (Claude Code's metadata.user_id): the entry
+    keeps a few rests, so turns that alternate still hit without a search or a copy."""
+    memo = Memo(8)
+    rests = [b',"metadata":{"user_id":"session-%d"},"stream":true}' % n for n in range(4)]
+
+    def turn(session: int, n: int) -> bytes:
+        messages = b'[{"role":"user","content":"' + b"x" * n + b'"}]'
+        return anthropic(messages=messages)[: -len(b',"stream":true}')] + rests[session]
+
+    for session in range(4):  # each session's first two turns: a miss or search, then proven
+        compact(turn(session, 1), memo, STRIP)
+        compact(turn(session, 2), memo, STRIP)
+    (entry,) = memo._entries.values()
+    assert sorted(rest for _, rest in entry.layouts) == sorted(rests)
+    first = {session: compact(turn(session, 3), memo, STRIP).pieces[-1] for session in range(4)}
+    expected = {(s, n): cold(turn(s, n)).body for s in range(4) for n in range(4, 12)}
+
+    def searched(*args: Any) -> Any:
+        raise AssertionError("searched or parsed")
+
+    for name in ("_locate", "_top_level_member", "_key_candidates", "_key_candidates_reversed"):
+        monkeypatch.setattr(envelope, name, searched)
+    for n in range(4, 12):
+        for session in (0, 3, 1, 2):
+            result = compact(turn(session, n), memo, STRIP)
+            assert [hit for _, hit in result.catalogues] == [True]
+            assert result.pieces[-1] is first[session]  # its rest joined once, not per turn
+            assert result.body == expected[session, n]
 
 
 @pytest.mark.parametrize("api", [None, "anthropic", "openai-responses"])
