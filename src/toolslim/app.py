@@ -288,7 +288,7 @@ async def _not_ready(app: web.Application) -> None:
     app[LIFECYCLE].ready = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # one per request: not frozen, see pipeline.RunReport
 class Route:
     """Where a request goes: the upstream, the target appended to its base URL, the API."""
 

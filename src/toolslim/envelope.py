@@ -213,7 +213,7 @@ def joined(pieces: Sequence[Piece]) -> bytes:
     return b"".join(pieces)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # one per request: not frozen, see pipeline.RunReport
 class Compacted:
     """The body to forward and, per catalogue found, its memo entry and whether it was a hit.
 

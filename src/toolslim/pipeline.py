@@ -87,9 +87,13 @@ class AppliedCatalogue:
         return self._totals
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RunReport:
-    """The result of running the pipeline on one request body."""
+    """The result of running the pipeline on one request body; not changed once made.
+
+    Not frozen: one is made per request, and a frozen dataclass sets each field through
+    object.__setattr__, which made building this one 3x slower (0.9 against 0.3 us).
+    """
 
     pieces: tuple[Piece, ...]  # the body to forward, in order; (original,) when unchanged
     runs: tuple[ComponentRun, ...]

@@ -19,7 +19,7 @@ import orjson
 __all__ = ["API_NAMES", "Event", "SSEDecoder", "Usage", "UsageObserver"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # one per response: not frozen, see pipeline.RunReport
 class Usage:
     """Token usage one upstream response reported, normalised across providers."""
 
