@@ -256,7 +256,8 @@ def compact(
                     entry = rewrite(raw, rewrites, parsed)
                     memo.put(key, entry)
                 found.append((start, entry, hit))
-        found.sort(key=_start)
+        if len(found) > 1:
+            found.sort(key=_start)
         return Compacted(_splice(body, found), tuple([(e, hit) for _, e, hit in found]))
     except Exception as exc:  # fail open: the body goes on exactly as it came
         return Compacted((body,), reason=f"error:{type(exc).__name__}")

@@ -155,12 +155,19 @@ class Stats:
         self.ttfb = Histogram(TTFB_BUCKETS)
         self.series_interval = series_interval
         self.series: deque[list[float]] = deque(maxlen=series_points)
+        self._point: list[float] = []
+        self._point_start = float("inf")  # no point yet
 
     def _series_point(self) -> list[float]:
-        start = self.clock() // self.series_interval * self.series_interval
-        if not self.series or self.series[-1][0] != start:
-            self.series.append([start, 0, 0, 0])
-        return self.series[-1]
+        """The point of the interval now falls in (kept: several calls per request ask)."""
+        now = self.clock()
+        if not self._point_start <= now < self._point_start + self.series_interval:
+            start = now // self.series_interval * self.series_interval
+            if not self.series or self.series[-1][0] != start:
+                self.series.append([start, 0, 0, 0])
+            self._point = self.series[-1]
+            self._point_start = self._point[0]
+        return self._point
 
     def _counters(self, component: str) -> ComponentCounters:
         """A component's counters (made on first use, not built to be thrown away on every
