@@ -181,7 +181,8 @@ def check_names(names: Sequence[str]) -> None:
 
 
 # Catalogues the memo keeps by default (config's `memo_size`): a session sends one catalogue,
-# a busy proxy a few dozen; each entry is ~3x its catalogue (~190 KB for Claude Code's).
+# a busy proxy a few dozen; each entry is ~3x its catalogue (~190 KB for Claude Code's; up to
+# ~6x when four sessions share it, see envelope._RESTS).
 MEMO_SIZE: Final = 64
 
 
