@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -29,6 +30,7 @@ from aiohttp.test_utils import TestServer
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+import toolslim.app as app_module
 from child import python_output
 from toolslim.app import _ONE_WRITE, CAPTURE, STATS, _Patrol, make_app, route_request
 from toolslim.config import Settings, Timeouts, load_settings
@@ -1029,6 +1031,24 @@ async def test_a_response_is_counted_before_any_request_its_client_sends_next(
     assert snapshot["requests"]["total"] == 25
     assert snapshot["timings"]["proxy_overhead_seconds"]["count"] == 25
     assert snapshot["usage"]["responses_with_usage"] + snapshot["usage"]["usage_unavailable"] == 25
+
+
+def test_an_exchange_that_fails_to_be_counted_costs_the_rest_of_its_batch_nothing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    counted: list[str] = []
+
+    def count(forwarding: Any, exchange: Any) -> None:
+        if exchange.path == "/bad":
+            raise RuntimeError("a bug")
+        counted.append(exchange.path)
+
+    monkeypatch.setattr(app_module, "_count", count)
+    batch = [types.SimpleNamespace(method="POST", path=p) for p in ("/a", "/bad", "/c")]
+    forwarding = types.SimpleNamespace(finished=batch)
+    app_module._count_finished(forwarding)  # a stand-in: only .finished is read
+    assert counted == ["/a", "/c"] and forwarding.finished == []
+    assert "toolslim failed to count POST /bad" in caplog.text
 
 
 async def test_admin_token_guards_stats_and_metrics_but_not_the_api_or_the_dashboard_files(

@@ -688,7 +688,10 @@ def _finish(forwarding: Forwarding, exchange: _Exchange) -> None:
 def _count_finished(forwarding: Forwarding) -> None:
     finished, forwarding.finished = forwarding.finished, []
     for exchange in finished:
-        _count(forwarding, exchange)
+        try:
+            _count(forwarding, exchange)
+        except Exception:  # a bug here must not cost the others in the batch their counts
+            log.exception("toolslim failed to count %s %s", exchange.method, exchange.path)
 
 
 def _count(forwarding: Forwarding, exchange: _Exchange) -> None:
