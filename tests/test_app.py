@@ -32,7 +32,7 @@ from yarl import URL
 
 import toolslim.app as app_module
 from child import python_output
-from toolslim.app import _ONE_WRITE, CAPTURE, STATS, _Patrol, make_app, route_request
+from toolslim.app import _ONE_WRITE, FORWARDING, _Patrol, make_app, route_request
 from toolslim.config import Settings, Timeouts, load_settings
 from toolslim.pipeline import Pipeline
 
@@ -1119,8 +1119,8 @@ async def test_one_log_line_per_request_without_credentials_or_bodies(
 
 async def test_capture_is_off_by_default(proxy: Proxy) -> None:
     server = await proxy()
-    assert server.app is not None and server.app[CAPTURE] is None
-    assert server.app[STATS].requests == 0
+    assert server.app is not None and server.app[FORWARDING].capture is None
+    assert server.app[FORWARDING].stats.requests == 0
 
 
 async def test_capture_records_each_request_redacted_and_both_bodies(
@@ -1135,7 +1135,7 @@ async def test_capture_records_each_request_redacted_and_both_bodies(
     async with client.post(url, data=dumps(GEMINI)) as response:
         await response.read()
     assert server.app is not None
-    recorder = server.app[CAPTURE]
+    recorder = server.app[FORWARDING].capture
     assert recorder is not None
     recorder.close()  # flushes the writer thread
     files = list(tmp_path.glob("toolslim-capture-*.jsonl"))

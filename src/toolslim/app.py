@@ -94,8 +94,9 @@ class Lifecycle:
 
 @dataclass(slots=True)
 class Forwarding:
-    """What the forwarding path reads, gathered once and handed down: request.app and each
-    app[KEY] cost ~1 us, and a request made fourteen such lookups."""
+    """The app's state, in one place: the admin handlers read it through app[FORWARDING], the
+    forwarding path gets it handed down (request.app and each app[KEY] cost ~1 us, and a
+    request made fourteen such lookups)."""
 
     settings: Settings
     pipeline: Pipeline
@@ -109,12 +110,8 @@ class Forwarding:
     finished: list[_Exchange] = field(default_factory=list)  # to count (see _finish)
 
 
-SETTINGS: Final = web.AppKey("settings", Settings)
-STATS: Final = web.AppKey("stats", Stats)
-FORWARDING: Final = web.AppKey("forwarding", Forwarding)
+FORWARDING: Final = web.AppKey("forwarding", Forwarding)  # the one home of the app's state
 REGISTRY: Final = web.AppKey("registry", metrics.Registry)
-LIFECYCLE: Final = web.AppKey("lifecycle", Lifecycle)
-CAPTURE: Final = web.AppKey[capture.Recorder | None]("capture")
 
 
 def make_app(settings: Settings, log_lines: logs.BatchedLines | None = None) -> web.Application:
@@ -149,12 +146,8 @@ def make_app(settings: Settings, log_lines: logs.BatchedLines | None = None) -> 
         )
         app.on_cleanup.append(_close_capture)
     forwarding = Forwarding(settings, pipeline, stats, lifecycle, recorder, log_lines)
-    app[SETTINGS] = settings
-    app[STATS] = stats
-    app[REGISTRY] = metrics.make_registry(stats)
-    app[LIFECYCLE] = lifecycle
-    app[CAPTURE] = recorder
     app[FORWARDING] = forwarding
+    app[REGISTRY] = metrics.make_registry(stats)
     app.cleanup_ctx.append(_client_session)
     app.on_cleanup.append(_counted)
     app.on_shutdown.append(_not_ready)
@@ -246,7 +239,7 @@ def _tune_gc() -> None:
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:
-    settings = app[SETTINGS]
+    settings = app[FORWARDING].settings
     connector = TCPConnector(limit=0, limit_per_host=settings.pool_size, ttl_dns_cache=300)
     # sock_connect only: waiting for a pooled connection counts against response_headers,
     # and the idle gap between chunks is enforced per read in _relay (no sock_read here,
@@ -272,20 +265,20 @@ async def _client_session(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _close_capture(app: web.Application) -> None:
-    if (recorder := app[CAPTURE]) is not None:
+    if (recorder := app[FORWARDING].capture) is not None:
         await asyncio.get_running_loop().run_in_executor(None, recorder.close)
 
 
 async def _counted(app: web.Application) -> None:
     """Let the token counts still running land in the stats before the process ends."""
-    lifecycle = app[LIFECYCLE]
+    lifecycle = app[FORWARDING].lifecycle
     if pending := lifecycle.counting:
         await asyncio.wait(pending, timeout=10)
     lifecycle.counter.shutdown(wait=False, cancel_futures=True)
 
 
 async def _not_ready(app: web.Application) -> None:
-    app[LIFECYCLE].ready = False
+    app[FORWARDING].lifecycle.ready = False
 
 
 @dataclass(slots=True)  # one per request: not frozen, see pipeline.RunReport
@@ -996,7 +989,7 @@ _DECODERS: Final[Mapping[str, Callable[[bytes, int], bytes]]] = {
 
 
 def _authorized(request: web.Request) -> bool:
-    token = request.app[SETTINGS].admin_token
+    token = request.app[FORWARDING].settings.admin_token
     if token is None:
         return True
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
@@ -1022,7 +1015,7 @@ async def _healthz(request: web.Request) -> web.Response:
 
 
 async def _readyz(request: web.Request) -> web.Response:
-    if request.app[LIFECYCLE].ready:
+    if request.app[FORWARDING].lifecycle.ready:
         return web.json_response({"status": "ready"}, dumps=_json)
     return web.json_response({"status": "shutting_down"}, status=503, dumps=_json)
 
@@ -1030,7 +1023,7 @@ async def _readyz(request: web.Request) -> web.Response:
 async def _stats(request: web.Request) -> web.Response:
     if not _authorized(request):
         return _unauthorized()
-    snapshot = request.app[STATS].snapshot()
+    snapshot = request.app[FORWARDING].stats.snapshot()
     return web.json_response(snapshot, dumps=_json, headers={"Cache-Control": "no-store"})
 
 
