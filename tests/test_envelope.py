@@ -502,6 +502,30 @@ def test_sessions_that_share_a_catalogue_and_take_turns_each_keep_their_fast_hit
             assert result.body == expected[session, n]
 
 
+def test_a_session_whose_ending_changes_every_turn_does_not_push_out_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memo = Memo(8)
+
+    def turn(rest: bytes, n: int) -> bytes:
+        messages = b'[{"role":"user","content":"' + b"x" * n + b'"}]'
+        return anthropic(messages=messages)[: -len(b',"stream":true}')] + rest
+
+    steady = [b',"metadata":{"user_id":"s%d"},"stream":true}' % n for n in range(3)]
+    for rest in steady:
+        compact(turn(rest, 1), memo, STRIP)
+        compact(turn(rest, 2), memo, STRIP)
+    proofs = []
+    real = envelope._top_level_member
+    monkeypatch.setattr(envelope, "_top_level_member", lambda *a: proofs.append(1) or real(*a))
+    for n in range(3, 13):
+        compact(turn(b',"metadata":{"user_id":"churn%03d"},"stream":true}' % n, n), memo, STRIP)
+        before = len(proofs)
+        for rest in steady:
+            assert [hit for _, hit in compact(turn(rest, n), memo, STRIP).catalogues] == [True]
+        assert len(proofs) == before  # the steady sessions never took the long path
+
+
 @pytest.mark.parametrize("api", [None, "anthropic", "openai-responses"])
 @pytest.mark.parametrize(
     "body",

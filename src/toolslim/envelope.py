@@ -46,7 +46,7 @@ _TAIL_WINDOW = 64 * 1024  # bytes after a catalogue the reverse search looks thr
 # Bytes after the last catalogue that are sent joined to its output, and that an entry keeps
 # as a rest it was proven with (Entry.layouts).
 _SHORT_TAIL = 1024
-# Rests an entry keeps, most recent first. Sessions sharing a catalogue end their bodies
+# Rests an entry keeps, most recently used first. Sessions sharing a catalogue end their bodies
 # differently (Claude Code's metadata.user_id): with one kept, two sessions taking turns
 # missed both on every turn (14.2 us per hit against 9.4).
 _RESTS = 4
@@ -131,8 +131,9 @@ class Entry:
         """
         assert self.output is not None
         size = len(body) - start
-        for tail, joined in self._with_tail:
+        for index, (tail, joined) in enumerate(self._with_tail):
             if len(tail) == size and body.endswith(tail):
+                _keep(self._with_tail, self._with_tail.pop(index) if index else None)
                 return joined
         tail = body[start:]
         joined = self.output + tail
@@ -140,10 +141,13 @@ class Entry:
         return joined
 
 
-def _keep(kept: list[tuple[bytes, bytes]], item: tuple[bytes, bytes]) -> None:
-    """Put `item` first in `kept`, which holds at most _RESTS items."""
-    kept.insert(0, item)
-    del kept[_RESTS:]
+def _keep(kept: list[tuple[bytes, bytes]], item: tuple[bytes, bytes] | None) -> None:
+    """Put `item` (None: it is first already) first in `kept`, which holds at most _RESTS
+    items: the least recently used go, so a session whose ending changes every turn does not
+    push out the sessions taking turns."""
+    if item is not None:
+        kept.insert(0, item)
+        del kept[_RESTS:]
 
 
 class Memo:
@@ -362,7 +366,7 @@ def _same_place(body: bytes, entry: Entry) -> int | None:
     holds again without a search or a parse: each turn of a session differs only in the
     transcript before the catalogue. `_recent_hit` reaches the same answer the long way."""
     raw = entry.raw
-    for key, rest in entry.layouts:
+    for index, (key, rest) in enumerate(entry.layouts):
         value_start = len(body) - len(rest) - len(raw)
         key_start = value_start - len(key)
         if (
@@ -372,6 +376,7 @@ def _same_place(body: bytes, entry: Entry) -> int | None:
             and body.startswith(key, key_start)
             and body[key_start - 1] != 0x5C  # not an escaped quote: not inside a string
         ):
+            _keep(entry.layouts, entry.layouts.pop(index) if index else None)
             return value_start
     return None
 
