@@ -133,7 +133,7 @@ class Entry:
         size = len(body) - start
         for index, (tail, joined) in enumerate(self._with_tail):
             if len(tail) == size and body.endswith(tail):
-                _keep(self._with_tail, self._with_tail.pop(index) if index else None)
+                _to_front(self._with_tail, index)
                 return joined
         tail = body[start:]
         joined = self.output + tail
@@ -141,13 +141,18 @@ class Entry:
         return joined
 
 
-def _keep(kept: list[tuple[bytes, bytes]], item: tuple[bytes, bytes] | None) -> None:
-    """Put `item` (None: it is first already) first in `kept`, which holds at most _RESTS
-    items: the least recently used go, so a session whose ending changes every turn does not
-    push out the sessions taking turns."""
-    if item is not None:
-        kept.insert(0, item)
-        del kept[_RESTS:]
+def _keep(kept: list[tuple[bytes, bytes]], item: tuple[bytes, bytes]) -> None:
+    """Put a new `item` first in `kept`, which holds at most _RESTS items: the least recently
+    used go, so a session whose ending changes every turn does not push out the sessions
+    taking turns (see `_to_front`)."""
+    kept.insert(0, item)
+    del kept[_RESTS:]
+
+
+def _to_front(kept: list[tuple[bytes, bytes]], index: int) -> None:
+    """Mark kept[index] the most recently used."""
+    if index:
+        kept.insert(0, kept.pop(index))
 
 
 class Memo:
@@ -376,7 +381,7 @@ def _same_place(body: bytes, entry: Entry) -> int | None:
             and body.startswith(key, key_start)
             and body[key_start - 1] != 0x5C  # not an escaped quote: not inside a string
         ):
-            _keep(entry.layouts, entry.layouts.pop(index) if index else None)
+            _to_front(entry.layouts, index)
             return value_start
     return None
 

@@ -155,18 +155,16 @@ class Stats:
         self.ttfb = Histogram(TTFB_BUCKETS)
         self.series_interval = series_interval
         self.series: deque[list[float]] = deque(maxlen=series_points)
-        self._point: list[float] = []
-        self._point_start = float("inf")  # no point yet
+        self._point: list[float] = [float("inf"), 0, 0, 0]  # the current one; none yet
 
     def _series_point(self) -> list[float]:
         """The point of the interval now falls in (kept: several calls per request ask)."""
-        now = self.clock()
-        if not self._point_start <= now < self._point_start + self.series_interval:
+        now, start = self.clock(), self._point[0]
+        if not start <= now < start + self.series_interval:
             start = now // self.series_interval * self.series_interval
             if not self.series or self.series[-1][0] != start:
                 self.series.append([start, 0, 0, 0])
             self._point = self.series[-1]
-            self._point_start = self._point[0]
         return self._point
 
     def _counters(self, component: str) -> ComponentCounters:
