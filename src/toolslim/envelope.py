@@ -48,7 +48,7 @@ _TAIL_WINDOW = 64 * 1024  # bytes after a catalogue the reverse search looks thr
 _SHORT_TAIL = 1024
 # Rests an entry keeps, most recently used first. Sessions sharing a catalogue end their bodies
 # differently (Claude Code's metadata.user_id): with one kept, two sessions taking turns
-# missed both on every turn (14.2 us per hit against 9.4).
+# missed both on every turn (in process at 80 KB: 11.0 us per hit, 6.8 with four kept).
 _RESTS = 4
 
 
