@@ -449,20 +449,32 @@ def layout_warm_memo() -> Memo:
     return memo
 
 
-def test_a_turn_that_ends_as_the_last_one_is_a_hit_without_a_search_or_a_parse(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    memo = layout_warm_memo()
-    bodies = [
-        anthropic(messages=b'[{"role":"user","content":"' + b"x" * n + b'"}]') for n in (1, 9)
-    ]
-    expected = [cold(body).body for body in bodies]
+STREAM_REST = b',"stream":true}'
+
+
+def turn(n: int, rest: bytes = STREAM_REST) -> bytes:
+    """A session's turn: an Anthropic body with an `n`-byte transcript, ending with `rest`."""
+    messages = b'[{"role":"user","content":"' + b"x" * n + b'"}]'
+    return anthropic(messages=messages)[: -len(STREAM_REST)] + rest
+
+
+def forbid_searching(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on, any search or parse of a body fails the test."""
 
     def searched(*args: Any) -> Any:
         raise AssertionError("searched or parsed")
 
     for name in ("_locate", "_top_level_member", "_key_candidates", "_key_candidates_reversed"):
         monkeypatch.setattr(envelope, name, searched)
+
+
+def test_a_turn_that_ends_as_the_last_one_is_a_hit_without_a_search_or_a_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memo = layout_warm_memo()
+    bodies = [turn(n) for n in (1, 9)]
+    expected = [cold(body).body for body in bodies]
+    forbid_searching(monkeypatch)
     for body, out in zip(bodies, expected, strict=True):
         result = compact(body, memo, STRIP)
         assert [hit for _, hit in result.catalogues] == [True]
@@ -476,27 +488,17 @@ def test_sessions_that_share_a_catalogue_and_take_turns_each_keep_their_fast_hit
     keeps a few rests, so turns that alternate still hit without a search or a copy."""
     memo = Memo(8)
     rests = [b',"metadata":{"user_id":"session-%d"},"stream":true}' % n for n in range(4)]
-
-    def turn(session: int, n: int) -> bytes:
-        messages = b'[{"role":"user","content":"' + b"x" * n + b'"}]'
-        return anthropic(messages=messages)[: -len(b',"stream":true}')] + rests[session]
-
-    for session in range(4):  # each session's first two turns: a miss or search, then proven
-        compact(turn(session, 1), memo, STRIP)
-        compact(turn(session, 2), memo, STRIP)
+    for rest in rests:  # each session's first two turns: a miss or search, then proven
+        compact(turn(1, rest), memo, STRIP)
+        compact(turn(2, rest), memo, STRIP)
     (entry,) = memo._entries.values()
     assert sorted(rest for _, rest in entry.layouts) == sorted(rests)
-    first = {session: compact(turn(session, 3), memo, STRIP).pieces[-1] for session in range(4)}
-    expected = {(s, n): cold(turn(s, n)).body for s in range(4) for n in range(4, 12)}
-
-    def searched(*args: Any) -> Any:
-        raise AssertionError("searched or parsed")
-
-    for name in ("_locate", "_top_level_member", "_key_candidates", "_key_candidates_reversed"):
-        monkeypatch.setattr(envelope, name, searched)
+    first = {s: compact(turn(3, rests[s]), memo, STRIP).pieces[-1] for s in range(4)}
+    expected = {(s, n): cold(turn(n, rests[s])).body for s in range(4) for n in range(4, 12)}
+    forbid_searching(monkeypatch)
     for n in range(4, 12):
         for session in (0, 3, 1, 2):
-            result = compact(turn(session, n), memo, STRIP)
+            result = compact(turn(n, rests[session]), memo, STRIP)
             assert [hit for _, hit in result.catalogues] == [True]
             assert result.pieces[-1] is first[session]  # its rest joined once, not per turn
             assert result.body == expected[session, n]
@@ -506,23 +508,18 @@ def test_a_session_whose_ending_changes_every_turn_does_not_push_out_the_others(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     memo = Memo(8)
-
-    def turn(rest: bytes, n: int) -> bytes:
-        messages = b'[{"role":"user","content":"' + b"x" * n + b'"}]'
-        return anthropic(messages=messages)[: -len(b',"stream":true}')] + rest
-
     steady = [b',"metadata":{"user_id":"s%d"},"stream":true}' % n for n in range(3)]
     for rest in steady:
-        compact(turn(rest, 1), memo, STRIP)
-        compact(turn(rest, 2), memo, STRIP)
+        compact(turn(1, rest), memo, STRIP)
+        compact(turn(2, rest), memo, STRIP)
     proofs = []
     real = envelope._top_level_member
     monkeypatch.setattr(envelope, "_top_level_member", lambda *a: proofs.append(1) or real(*a))
     for n in range(3, 13):
-        compact(turn(b',"metadata":{"user_id":"churn%03d"},"stream":true}' % n, n), memo, STRIP)
+        compact(turn(n, b',"metadata":{"user_id":"churn%03d"},"stream":true}' % n), memo, STRIP)
         before = len(proofs)
         for rest in steady:
-            assert [hit for _, hit in compact(turn(rest, n), memo, STRIP).catalogues] == [True]
+            assert [hit for _, hit in compact(turn(n, rest), memo, STRIP).catalogues] == [True]
         assert len(proofs) == before  # the steady sessions never took the long path
 
 

@@ -287,16 +287,6 @@ def test_a_missing_file_is_skipped_and_the_others_are_read(
     assert out.startswith(str(small_capture))
 
 
-def test_bad_capture_lines_are_skipped_and_counted(tmp_path: Path) -> None:
-    path = tmp_path / "torn.jsonl"
-    path.write_text(capture_line(BODY_A) + "\n" + capture_line(BODY_B)[:20] + "\n")
-    code, _, err = report(path)
-    assert code == 0
-    assert f"{path}: skipped 1 line(s): not JSON 1" in err
-    [result] = report_json(path)
-    assert result["requests"] == 1 and result["lines_skipped"] == {"not JSON": 1}
-
-
 DEEP_SCHEMA = '{"type":"object","properties":{"a":' * 300 + '{"type":"string"}' + "}}" * 300
 UNMEASURABLE_BODIES = {
     "nested deeper than the pipeline writes": (
@@ -307,22 +297,26 @@ UNMEASURABLE_BODIES = {
         '"input_schema":{"type":"object","title":"x"}}]}'
     ),
 }
+BAD_LINES = {
+    "a torn line": (capture_line(BODY_B)[:20], "not JSON"),
+    **{name: (capture_line(body), UNMEASURABLE) for name, body in UNMEASURABLE_BODIES.items()},
+}
 
 
-@pytest.mark.parametrize("body", UNMEASURABLE_BODIES.values(), ids=UNMEASURABLE_BODIES.keys())
-def test_a_catalogue_that_cannot_be_measured_is_a_skipped_line_not_a_crash(
-    body: str, tmp_path: Path
+@pytest.mark.parametrize(("line", "reason"), BAD_LINES.values(), ids=BAD_LINES.keys())
+def test_a_line_that_cannot_be_read_or_measured_is_skipped_and_counted_not_a_crash(
+    line: str, reason: str, tmp_path: Path
 ) -> None:
     path = tmp_path / "odd.jsonl"
-    path.write_text(capture_line(BODY_A) + "\n" + capture_line(body) + "\n")
+    path.write_text(capture_line(BODY_A) + "\n" + line + "\n")
     code, _, err = report(path)
     assert code == 0
-    assert f"{path}: skipped 1 line(s): {UNMEASURABLE} 1" in err
+    assert f"{path}: skipped 1 line(s): {reason} 1" in err
     [result] = report_json(path)
-    assert result["requests"] == 1 and result["lines_skipped"] == {UNMEASURABLE: 1}
+    assert result["requests"] == 1 and result["lines_skipped"] == {reason: 1}
     assert result == report_json(_only(tmp_path, BODY_A))[0] | {
         "file": str(path),
-        "lines_skipped": {UNMEASURABLE: 1},
+        "lines_skipped": {reason: 1},
     }
 
 
