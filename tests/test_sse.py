@@ -467,6 +467,9 @@ TRICKY_STREAMS = {
     + b'data: {"type":"message_delta","usage":{"output_tokens":3}}\ndata: {"type":"ping"}\n\n',
     "data-hash-field-after-the-stream": ANTHROPIC_STREAM
     + b'data#{"type":"message_delta","usage":{"output_tokens":7}}\n\n',
+    # Keys that only start like "usage" or "usageMetadata" (api "other" searches for both).
+    "keys-that-only-start-like-usage": b'data: {"usages":{"n":1},"usageMeta":2}\n\n'
+    + ANTHROPIC_STREAM,
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import importlib
+import os
 import re
 import zlib
 from collections.abc import Callable, Mapping
@@ -351,21 +352,32 @@ def _mentions(data: str, key: str) -> bool:
     return False
 
 
-def _mention(data: bytes | bytearray, key: bytes, start: int, end: int) -> int:
-    """Where in data[start:end] raw event bytes may hold `key` with a non-null value, or -1.
+def _mention(
+    data: bytes | bytearray, needle: bytes, tails: tuple[bytes, ...] | None, start: int, end: int
+) -> int:
+    """Where in data[start:end] raw event bytes may hold a usage key with a non-null value, or -1.
 
-    Only a superset test of `_mentions` over each event's data: a key the decoded data holds
-    is in the bytes too, and "null" is trusted only on the key's own line (between lines the
-    text would gain a "\n" and lose the next line's "data:" prefix).
+    The key is `needle`, or (when tails are given, for several keys sharing that head) `needle`
+    and one of `tails`. Only a superset test of `_mentions` over each event's data: a key the
+    decoded data holds is in the bytes too, and "null" is trusted only on the key's own line
+    (between lines the text would gain a "\n" and lose the next line's "data:" prefix).
     """
-    at = data.find(key, start, end)
+    at = data.find(needle, start, end)
     while at >= 0:
-        after = at + len(key)
-        if not data.startswith(b":null", after) and not data[after : after + 16].lstrip(
+        after = at + len(needle)
+        if tails is not None:
+            tail = next((tail for tail in tails if data.startswith(tail, after)), None)
+            if tail is None:  # some other key that starts the same way
+                at = data.find(needle, after, end)
+                continue
+            after += len(tail)
+        if data.startswith(b":null", after):  # OpenAI chat chunks, all but the last
+            pass
+        elif data.startswith(b":{", after) or not data[after : after + 16].lstrip(
             b" \t:"
         ).startswith(b"null"):
             return at
-        at = data.find(key, after, end)
+        at = data.find(needle, after, end)
     return -1
 
 
@@ -379,12 +391,19 @@ def _mid_stream_decoder() -> SSEDecoder:
     return decoder
 
 
-def _keys(providers: tuple[_Provider, ...]) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
+Needle = tuple[bytes, tuple[bytes, ...] | None]  # what _mention searches for
+
+
+def _keys(providers: tuple[_Provider, ...]) -> tuple[tuple[str, ...], Needle]:
+    """The JSON keys that betray usage, and the one needle that finds them all in bytes."""
     keys = tuple(dict.fromkeys(p.key for p in providers))
-    return keys, tuple(key.encode() for key in keys)
+    if len(keys) == 1:
+        return keys, (keys[0].encode(), None)
+    head = os.path.commonprefix(keys)  # '"usage' for '"usage"' and '"usageMetadata"'
+    return keys, (head.encode(), tuple(key[len(head) :].encode() for key in keys))
 
 
-# api -> (JSON keys that betray usage, the same as bytes), worked out once.
+# api -> (JSON keys that betray usage, the needle that finds them in bytes), worked out once.
 KEYS: Final = {api: _keys(providers) for api, providers in PROVIDERS.items()}
 
 _JSON_START: Final = frozenset(b"{[")
@@ -419,9 +438,9 @@ class UsageObserver:
         "_final",
         "_finished",
         "_held",
-        "_key_bytes",
         "_keys",
         "_max_buffer",
+        "_needle",
         "_pending",
         "_pending_size",
         "_provider",
@@ -442,7 +461,7 @@ class UsageObserver:
     ) -> None:
         api = api if api in PROVIDERS else "other"
         self._providers = PROVIDERS[api]
-        self._keys, self._key_bytes = KEYS[api]
+        self._keys, self._needle = KEYS[api]
         self._max_buffer = max_buffer
         self._batch = batch
         self._pending: list[bytes] = []  # chunks collected since they were last looked at
@@ -589,60 +608,57 @@ class UsageObserver:
         more than everything else the proxy does per request.
         With CR line breaks the edges are subtler: every event before `cut` is decoded.
         """
-        keys = self._key_bytes
-        ats = [_mention(buf, key, 0, cut) for key in keys]  # each key's next mention
-        if max(ats) < 0:
+        needle, tails = self._needle
+        at = _mention(buf, needle, tails, 0, cut)
+        if at < 0:
             return
         if buf.find(b"\r", 0, cut) >= 0:
             self._feed_events(bytes(buf[:cut]))
             return
-        at = min(a for a in ats if a >= 0)
         while at >= 0:
-            start = buf.rfind(b"\n\n", 0, at) + 2  # 1: no boundary before it
-            start = start if start > 1 else 0
-            end = buf.find(b"\n\n", at, cut) + 2  # cut ends an event: always found
-            self._at_start = self._at_start and start == 0
-            if not self._read_event(buf, start, end, at):
-                self._feed_events(bytes(buf[start:end]))
+            end = self._read_event(buf, at, cut)
             if not self._available:
                 return
-            if len(keys) == 1:  # every API but "other": no list to keep
-                at = _mention(buf, keys[0], end, cut)
-                continue
-            ats = [
-                a if a < 0 or a >= end else _mention(buf, key, end, cut)
-                for a, key in zip(ats, keys, strict=True)
-            ]
-            at = min((a for a in ats if a >= 0), default=-1)
+            at = _mention(buf, needle, tails, end, cut)
 
-    def _read_event(self, buf: bytes | bytearray, start: int, end: int, at: int) -> bool:
-        """Observe the complete LF-delimited event buf[start:end], where a mention of usage
-        starts `at`, as SSEDecoder would see it; False when only the decoder can say (a leading
-        BOM, bytes that are not UTF-8).
+    def _read_event(self, buf: bytes | bytearray, at: int, cut: int) -> int:
+        """Observe, as SSEDecoder would, the complete LF-delimited event in which a mention of
+        usage starts `at`; return where the event ends.
 
         The usual event has one data line, and the mention is on it: that line's payload goes
-        to orjson as it lies, with no line splitting and no str in between.
+        to orjson as it lies, with no line splitting and no str in between. Anything else (more
+        data lines, a leading BOM, bytes that are not UTF-8) goes the slower exact ways.
         """
+        line = buf.rfind(b"\n", 0, at) + 1  # where the mention's line starts
+        eol = buf.find(b"\n", at, cut)  # and ends: `cut` ends a blank line, so it is found
+        # The event ends at the first blank line: most often right after this line.
+        end = eol + 2 if buf[eol + 1] == 10 else buf.find(b"\n\n", eol, cut) + 2
+        start = buf.rfind(b"\n\n", 0, line) + 2  # 1: no boundary before it
+        start = start if start > 1 else 0
         if start == 0 and self._at_start and buf.startswith(_BOM):
-            return False
-        line = buf.rfind(b"\n", start, at) + 1 or start  # where the mention's line starts
-        eol = buf.find(b"\n", at, end)
-        if (
+            self._decode(buf, start, end)
+        elif (
             not buf.startswith(b"data:", line)
-            or buf.find(b"\ndata", eol, end) >= 0  # another data line after it
-            or (
-                line > start  # or before it
-                and (buf.startswith(b"data", start) or buf.find(b"\ndata", start, line - 1) >= 0)
-            )
+            or (end != eol + 2 and buf.find(b"\ndata", eol, end) >= 0)  # a data line after it
+            or (line > start and buf.find(b"data", start, line - 1) >= 0)  # or maybe before
         ):
-            return self._read_lines(bytes(buf[start:end]))
-        value = line + 5 + (buf[line + 5] == 32)  # ":" then at most one space, by the spec
-        try:
-            obj = orjson.loads(buf[value:eol])
-        except orjson.JSONDecodeError:
-            return False  # maybe not UTF-8, where the decoder reads U+FFFD
-        self._observe(obj)
-        return True
+            if not self._read_lines(bytes(buf[start:end])):
+                self._decode(buf, start, end)
+        else:
+            value = line + 5 + (buf[line + 5] == 32)  # ":" then at most one space, by the spec
+            try:
+                obj = orjson.loads(buf[value:eol])
+            except orjson.JSONDecodeError:  # maybe not UTF-8, where the decoder reads U+FFFD
+                self._decode(buf, start, end)
+            else:
+                self._observe(obj)
+        return end
+
+    def _decode(self, buf: bytes | bytearray, start: int, end: int) -> None:
+        """Observe the events in buf[start:end] through the decoder: the exact, slower way."""
+        if start:
+            self._at_start = False  # only the stream's very first byte may start a BOM
+        self._feed_events(bytes(buf[start:end]))
 
     def _read_lines(self, event: bytes) -> bool:
         """_read_event for an event of several data lines (or unknown fields like "datax")."""
