@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import codecs
 import importlib
-import os
 import re
 import zlib
 from collections.abc import Callable, Mapping
@@ -399,7 +398,9 @@ def _keys(providers: tuple[_Provider, ...]) -> tuple[tuple[str, ...], Needle]:
     keys = tuple(dict.fromkeys(p.key for p in providers))
     if len(keys) == 1:
         return keys, (keys[0].encode(), None)
-    head = os.path.commonprefix(keys)  # '"usage' for '"usage"' and '"usageMetadata"'
+    head = keys[0]  # their common head: '"usage' for '"usage"' and '"usageMetadata"'
+    while not all(key.startswith(head) for key in keys):
+        head = head[:-1]
     return keys, (head.encode(), tuple(key[len(head) :].encode() for key in keys))
 
 
