@@ -279,7 +279,7 @@ def test_memory_is_bounded_by_the_memo_entries_evicted_ones_are_freed_at_once() 
             [applied] = pipeline.run(body).applied
             stages.append(weakref.ref(applied.stages))
             pipeline.run(body)  # a hit: its report parts are cached on the entry
-            entries.append(weakref.ref(pipeline.memo.most_recent()))  # type: ignore[arg-type]
+            entries.append(weakref.ref(pipeline.memo.recent))  # type: ignore[arg-type]
         assert sum(1 for entry in entries if entry() is not None) == 8
         assert sum(1 for stage in stages if stage() is not None) == 8
     finally:

@@ -166,6 +166,9 @@ class Memo:
         self.capacity = max(0, capacity)
         self._entries: OrderedDict[bytes, Entry] = OrderedDict()
         self._by_prefix: dict[bytes, list[bytes]] = {}
+        # The entry used last (None when empty): a session sends the same catalogue on every
+        # turn, so the hit path looks at it first. Kept, not looked up: see _memo_hit.
+        self.recent: Entry | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -178,6 +181,7 @@ class Memo:
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)
+            self.recent = entry
         return entry
 
     def put(self, key: bytes, entry: Entry) -> None:
@@ -187,6 +191,7 @@ class Memo:
             self._by_prefix.setdefault(entry.raw[:_PREFIX], []).append(key)
         self._entries[key] = entry
         self._entries.move_to_end(key)
+        self.recent = entry  # last in the order, so never the one evicted below
         while len(self._entries) > self.capacity:
             old_key, old = self._entries.popitem(last=False)
             keys = self._by_prefix[old.raw[:_PREFIX]]
@@ -194,22 +199,20 @@ class Memo:
             if not keys:
                 del self._by_prefix[old.raw[:_PREFIX]]
 
-    def most_recent(self) -> Entry | None:
-        """The entry used last: a session sends the same catalogue on every turn."""
-        return next(reversed(self._entries.values()), None)
-
     def match_at(self, body: bytes, start: int) -> Entry | None:
         """The memoized catalogue whose exact bytes stand in `body` at `start`, if any."""
         for key in self._by_prefix.get(body[start : start + _PREFIX], ()):
             entry = self._entries[key]
             if body.startswith(entry.raw, start):
                 self._entries.move_to_end(key)
+                self.recent = entry
                 return entry
         return None
 
     def clear(self) -> None:
         self._entries.clear()
         self._by_prefix.clear()
+        self.recent = None
 
 
 Piece = bytes | memoryview
@@ -310,10 +313,12 @@ def _memo_hit(body: bytes, memo: Memo, nested: bool) -> list[tuple[int, Entry, b
     depth 1. The longer side is not parsed: a body broken there reaches the upstream as
     broken as it came. Anything unusual returns None and takes the full path.
     """
-    if not len(memo) or (nested and _ADDITIONAL_TOOLS in body):
-        return None
-    recent = memo.most_recent()
-    if recent is not None and (found := _recent_hit(body, recent)) is not None:
+    recent = memo.recent
+    if recent is None or (nested and _ADDITIONAL_TOOLS in body):
+        return None  # an empty memo, or a body the full path must read
+    if (value_start := _same_place(body, recent)) is not None:
+        return [(value_start, recent, True)]
+    if (found := _recent_hit(body, recent)) is not None:
         return found
     later: list[int] = []
     for key_start, value_start in _key_candidates_reversed(body, _TOOLS_KEY):
@@ -339,8 +344,6 @@ def _recent_hit(body: bytes, entry: Entry) -> list[tuple[int, Entry, bool]] | No
     raw = entry.raw
     if len(raw) < _PREFIX:
         return None
-    if (value_start := _same_place(body, entry)) is not None:
-        return [(value_start, entry, True)]
     window = max(0, len(body) - len(raw) - _TAIL_WINDOW)
     end = body.rfind(entry.suffix, window)
     value_start = end + _PREFIX - len(raw) if end != -1 else body.find(raw[:_PREFIX])
