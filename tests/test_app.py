@@ -1117,6 +1117,34 @@ async def test_one_log_line_per_request_without_credentials_or_bodies(
     assert KEY not in everything and "read README.md" not in everything
 
 
+async def test_each_log_line_says_what_the_pipeline_did_to_its_own_request(
+    upstream: FakeUpstream,
+    proxy: Proxy,
+    client: aiohttp.ClientSession,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A session's memo hits share one summary; a request in between gets its own."""
+    server = await proxy()
+    caplog.set_level(logging.INFO, logger="toolslim")
+    url = server.make_url("/v1/messages")
+    bodies = [dumps(ANTHROPIC), b"not json", dumps(ANTHROPIC), dumps(ANTHROPIC), b""]
+    for count, body in enumerate(bodies, start=1):
+        async with client.post(url, data=body) as response:
+            await response.read()
+        await stats_of(client, server, total_is(count))
+    lines = [r.getMessage() for r in caplog.records if r.name == "toolslim.app"]
+    said = [line.split(" pipeline=")[1].split()[0] for line in lines]
+    applied = said[0]
+    assert applied.startswith("toolschema=applied/-") and applied.endswith("B")
+    assert said == [
+        applied,
+        "toolschema=skipped/not_json",
+        applied,
+        applied,
+        "toolschema=skipped/no_body",
+    ]
+
+
 async def test_capture_is_off_by_default(proxy: Proxy) -> None:
     server = await proxy()
     assert server.app is not None and server.app[FORWARDING].capture is None
