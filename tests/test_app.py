@@ -1095,22 +1095,27 @@ async def test_healthz_and_readyz_and_readyz_turns_503_on_shutdown(
         assert response.status == 200
 
 
+@pytest.fixture
+def app_lines(caplog: pytest.LogCaptureFixture) -> Callable[[], list[str]]:
+    """The request lines logged so far, with toolslim's loggers at info."""
+    caplog.set_level(logging.INFO, logger="toolslim")
+    return lambda: [r.getMessage() for r in caplog.records if r.name == "toolslim.app"]
+
+
 async def test_one_log_line_per_request_without_credentials_or_bodies(
     upstream: FakeUpstream,
     proxy: Proxy,
     client: aiohttp.ClientSession,
+    app_lines: Callable[[], list[str]],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     server = await proxy()
-    caplog.set_level(logging.INFO, logger="toolslim")
     headers = {"x-api-key": KEY, "Authorization": f"Bearer {KEY}"}
     url = server.make_url(f"/v1/messages?key={KEY}")
     async with client.post(url, data=dumps(ANTHROPIC), headers=headers) as response:
         await response.read()
     await stats_of(client, server, total_is(1))
-    lines = [r.getMessage() for r in caplog.records if r.name == "toolslim.app"]
-    assert len(lines) == 1
-    [line] = lines
+    [line] = app_lines()
     assert line.startswith("POST /v1/messages upstream=anthropic api=anthropic status=200")
     assert "toolschema=applied/-" in line and "overhead_ms=" in line
     everything = "\n".join(r.getMessage() for r in caplog.records)
@@ -1121,19 +1126,17 @@ async def test_each_log_line_says_what_the_pipeline_did_to_its_own_request(
     upstream: FakeUpstream,
     proxy: Proxy,
     client: aiohttp.ClientSession,
-    caplog: pytest.LogCaptureFixture,
+    app_lines: Callable[[], list[str]],
 ) -> None:
     """A session's memo hits share one summary; a request in between gets its own."""
     server = await proxy()
-    caplog.set_level(logging.INFO, logger="toolslim")
     url = server.make_url("/v1/messages")
     bodies = [dumps(ANTHROPIC), b"not json", dumps(ANTHROPIC), dumps(ANTHROPIC), b""]
     for count, body in enumerate(bodies, start=1):
         async with client.post(url, data=body) as response:
             await response.read()
         await stats_of(client, server, total_is(count))
-    lines = [r.getMessage() for r in caplog.records if r.name == "toolslim.app"]
-    said = [line.split(" pipeline=")[1].split()[0] for line in lines]
+    said = [line.split(" pipeline=")[1].split()[0] for line in app_lines()]
     applied = said[0]
     assert applied.startswith("toolschema=applied/-") and applied.endswith("B")
     assert said == [
