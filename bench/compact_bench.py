@@ -7,9 +7,10 @@ size (~80 KB, ~300 KB, ~2 MB) it times, in this one process:
 - baseline: `orjson.loads(body)`;
 - memo hit: `Pipeline(["toolschema"]).run(body)` with the catalogue already memoized;
 - memo miss: the same with the memo cleared before every call (the walk runs every time);
-- cold hit: a memo hit right after 32 MB were written elsewhere, so that the CPU caches hold
-  neither its code nor its data, as at concurrency 1 in the proxy, where each request runs
-  after ~0.6 ms of other work; beside it, a cold call of a function that does nothing.
+- cold hit: a memo hit right after 32 MB were written elsewhere, so that the core's own caches
+  (L1, L2) hold neither its code nor its data (a large shared L3 may still), as at concurrency
+  1 in the proxy, where each request runs after ~0.6 ms of other work; beside it, the same
+  for a call of a function that does nothing.
 
 Goals (issue 2): hit <= 0.3x, miss <= 5x. Run: `python bench/compact_bench.py [--rounds N]`.
 """
@@ -142,11 +143,11 @@ def per_call(func: Callable[[bytes], object], items: list[bytes], rounds: int) -
     return statistics.median(samples)
 
 
-_EVICTION = bytearray(32 * 1024 * 1024)  # well over this machine's 2 MB L2 per core
+_EVICTION = bytearray(32 * 1024 * 1024)  # well over this machine's 2 MB of L2 per core
 
 
 def cold_call(func: Callable[[bytes], object], items: list[bytes], calls: int = 300) -> float:
-    """Median seconds of one call made right after the caches were flushed by writing."""
+    """Median seconds of one call made right after L1 and L2 were flushed by writing."""
     samples = []
     for index in range(calls):
         _EVICTION[::64] = bytes([index % 256]) * (len(_EVICTION) // 64)  # one byte per line

@@ -291,6 +291,27 @@ def test_memo_match_at_refreshes_an_entry_too() -> None:
     assert memo.match_at(b"xx" + long_a + b"}", 2) is not None
 
 
+def test_the_memos_recent_entry_is_the_one_used_last_by_any_way_in() -> None:
+    long_a, long_b = (b"[" + bytes([c]) * 80 + b"]" for c in b"ab")
+    memo = Memo(2)
+    assert memo.recent is None
+    a, b = entry(long_a), entry(long_b)
+    memo.put(Memo.key(long_a), a)
+    memo.put(Memo.key(long_b), b)
+    assert memo.recent is b
+    memo.get(Memo.key(long_a))
+    assert memo.recent is a
+    memo.match_at(b"xx" + long_b + b"}", 2)
+    assert memo.recent is b
+    memo.put(Memo.key(b"[3]"), c := entry(b"[3]"))  # evicts a, the least recently used
+    assert memo.recent is c and memo.get(Memo.key(long_a)) is None
+    memo.clear()
+    assert memo.recent is None
+    nothing_kept = Memo(0)
+    nothing_kept.put(Memo.key(long_a), a)
+    assert nothing_kept.recent is None
+
+
 def test_memo_match_at_needs_every_byte_of_the_catalogue() -> None:
     raw = b"[" + b"a" * 100 + b"]"
     memo = Memo(4)

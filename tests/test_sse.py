@@ -470,6 +470,11 @@ TRICKY_STREAMS = {
     # Keys that only start like "usage" or "usageMetadata" (api "other" searches for both).
     "keys-that-only-start-like-usage": b'data: {"usages":{"n":1},"usageMeta":2}\n\n'
     + ANTHROPIC_STREAM,
+    # After a boundary a BOM is kept, so "\ufeffdata" is no data field; an event the decoder
+    # must read (two data lines, not UTF-8) there must not be read as the stream's start.
+    "bom-after-a-boundary-before-an-event-to-decode": b"data: x\n\n\xef\xbb\xbf"
+    + b'data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2},"t":\n'
+    + b'data: "\xff"}\n\n',
 }
 
 
@@ -529,6 +534,9 @@ SSE_PIECES = [
     b'"usage"',
     b'"usage":null',
     b'"usage": ',
+    b'"usages":{',
+    b'"usageMeta":1',
+    b'"usageMetadata":null',
     b"null",
     b"\xf0\x9f",
     b"\x98\x80",

@@ -167,7 +167,8 @@ class Memo:
         self._entries: OrderedDict[bytes, Entry] = OrderedDict()
         self._by_prefix: dict[bytes, list[bytes]] = {}
         # The entry used last (None when empty): a session sends the same catalogue on every
-        # turn, so the hit path looks at it first. Kept, not looked up: see _memo_hit.
+        # turn, so the hit path looks at it first. Kept here rather than looked up through
+        # the ordered dict: each step of a memo hit counts when the caches are cold (c=1).
         self.recent: Entry | None = None
 
     def __len__(self) -> int:

@@ -401,6 +401,8 @@ def _keys(providers: tuple[_Provider, ...]) -> tuple[tuple[str, ...], Needle]:
     head = keys[0]  # their common head: '"usage' for '"usage"' and '"usageMetadata"'
     while not all(key.startswith(head) for key in keys):
         head = head[:-1]
+    if not head:  # _mention would then find an empty needle everywhere, for ever
+        raise ValueError(f"usage keys {keys} share no first character")
     return keys, (head.encode(), tuple(key[len(head) :].encode() for key in keys))
 
 
@@ -425,7 +427,8 @@ class UsageObserver:
     Chunks are only collected as they pass, and looked at `batch` bytes at a time (and at
     finish()): a streamed answer arrives in dozens of small reads, and searching each one cost
     more than all the proxy's other per-chunk work. Looking at the bytes joined gives the
-    same usage as looking at them read by read.
+    same usage as looking at them read by read, unless an event outgrows `max_buffer` (then
+    either may give up where the other does not).
     """
 
     __slots__ = (
