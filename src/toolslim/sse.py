@@ -370,11 +370,11 @@ def _mention(
                 at = data.find(needle, after, end)
                 continue
             after += len(tail)
-        if data.startswith(b":null", after):  # OpenAI chat chunks, all but the last
-            pass
-        elif data.startswith(b":{", after) or not data[after : after + 16].lstrip(
-            b" \t:"
-        ).startswith(b"null"):
+        # ":null" first: OpenAI chat chunks say so, all but the last; ":{" is the usual hit.
+        if not data.startswith(b":null", after) and (
+            data.startswith(b":{", after)
+            or not data[after : after + 16].lstrip(b" \t:").startswith(b"null")
+        ):
             return at
         at = data.find(needle, after, end)
     return -1
