@@ -631,7 +631,7 @@ class UsageObserver:
 
         The usual event has one data line, and the mention is on it: that line's payload goes
         to orjson as it lies, with no line splitting and no str in between. Anything else (more
-        data lines, a leading BOM, bytes that are not UTF-8) goes the slower exact ways.
+        data lines, a leading BOM, bytes that are not UTF-8) goes through the decoder.
         """
         line = buf.rfind(b"\n", 0, at) + 1  # where the mention's line starts
         eol = buf.find(b"\n", at, cut)  # and ends: `cut` ends a blank line, so it is found
@@ -639,15 +639,13 @@ class UsageObserver:
         end = eol + 2 if buf[eol + 1] == 10 else buf.find(b"\n\n", eol, cut) + 2
         start = buf.rfind(b"\n\n", 0, line) + 2  # 1: no boundary before it
         start = start if start > 1 else 0
-        if start == 0 and self._at_start and buf.startswith(_BOM):
-            self._decode(buf, start, end)
-        elif (
-            not buf.startswith(b"data:", line)
+        if (
+            (start == 0 and self._at_start and buf.startswith(_BOM))
+            or not buf.startswith(b"data:", line)
             or (end != eol + 2 and buf.find(b"\ndata", eol, end) >= 0)  # a data line after it
             or (line > start and buf.find(b"data", start, line - 1) >= 0)  # or maybe before
         ):
-            if not self._read_lines(bytes(buf[start:end])):
-                self._decode(buf, start, end)
+            self._decode(buf, start, end)
         else:
             value = line + 5 + (buf[line + 5] == 32)  # ":" then at most one space, by the spec
             try:
@@ -663,22 +661,6 @@ class UsageObserver:
         if start:
             self._at_start = False  # only the stream's very first byte may start a BOM
         self._feed_events(bytes(buf[start:end]))
-
-    def _read_lines(self, event: bytes) -> bool:
-        """_read_event for an event of several data lines (or unknown fields like "datax")."""
-        parts = []
-        for line in event.split(b"\n"):
-            field, _, value = line.partition(b":")
-            if field == b"data":
-                parts.append(value[1:] if value[:1] == b" " else value)
-        if not parts:
-            return True  # no data line: the decoder dispatches nothing
-        try:
-            data = b"\n".join(parts).decode()
-        except UnicodeDecodeError:
-            return False  # the decoder reads U+FFFD there
-        self._observe_data(data)
-        return True
 
     def _observe_data(self, data: str) -> None:
         """Parse one event's data if it carries usage (a cheap test before the parse)."""
