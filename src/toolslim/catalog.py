@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import orjson
 
@@ -23,6 +24,10 @@ from toolslim.schema import (
     SUBSCHEMA_MAPS,
     TooDeep,
 )
+
+# The APIs a request can be sent to, as routing names them; "other" is any path the proxy
+# forwards without knowing its shape. Every room that branches on the API uses this type.
+Api = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "other"]
 
 # Keys of a tool object that hold its input schema.
 SCHEMA_KEYS = frozenset(
