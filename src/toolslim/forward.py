@@ -1,0 +1,325 @@
+"""The HTTP request path as named phases: read the body, transform it, send it upstream, relay
+the response back byte for byte while a copy is observed for usage.
+
+Each phase is one method of `Forwarder`; the record of what happened is an `Exchange`, counted
+once by the `Ledger` when the handler ends, whatever way it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Final
+
+from aiohttp import ClientError, ClientResponse, ClientSession, StreamReader, web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.payload import Payload
+from multidict import CIMultiDict
+from yarl import URL
+
+from toolslim import capture
+from toolslim.config import Settings
+from toolslim.envelope import Piece, joined
+from toolslim.errors import HeadersTimeout, error_body, refusal_body, translate
+from toolslim.exchange import Exchange, Ledger
+from toolslim.pipeline import Pipeline
+from toolslim.routing import HOP_BY_HOP, REQUEST_REBUILT, Route, drop_hop_by_hop, route_request
+from toolslim.sse import UsageObserver
+from toolslim.stats import Stats
+from toolslim.transform import transform
+from toolslim.watchdog import Patrol, Watchdog
+
+log = logging.getLogger(__name__)
+
+# A body up to this size goes upstream in one write behind its headers: copying it costs
+# less than a send of the headers on their own (and a packet for the upstream to wake for).
+ONE_WRITE: Final = 128 * 1024
+
+Body = Payload | AsyncIterator[bytes] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarder:
+    """Everything the request path needs, made once the app runs (see app._serving)."""
+
+    settings: Settings
+    pipeline: Pipeline
+    stats: Stats
+    session: ClientSession
+    patrol: Patrol
+    ledger: Ledger
+    recorder: capture.Recorder | None  # None records nothing
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Forward one request; the proxy never answers 500 for its own failure."""
+        received = time.perf_counter()
+        target = request.raw_path
+        route = route_request(target, request.headers, self.settings)
+        exchange = Exchange(route, request.method, target.partition("?")[0], received)
+        try:
+            return await self._forward(request, exchange)
+        except asyncio.CancelledError:
+            exchange.disconnected = True  # handler_cancellation: the client went away
+            raise
+        except Exception:
+            log.exception("toolslim failed on %s %s", exchange.method, exchange.path)
+            exchange.failure = exchange.failure or "internal"
+            if exchange.observer is not None:  # headers already sent: cut the stream
+                abort(request)
+                raise
+            exchange.status = 502
+            return error_response(route, 502, "toolslim failed to forward this request")
+        finally:
+            self.ledger.finish(exchange)
+
+    async def _forward(self, request: web.Request, exchange: Exchange) -> web.StreamResponse:
+        headers = drop_hop_by_hop(CIMultiDict(request.headers), REQUEST_REBUILT)
+        data = await self.read_body(request, headers, exchange)
+        exchange.overhead = time.perf_counter() - exchange.received
+        exchange.sent = True
+        watchdog = self.patrol.watch()
+        try:
+            upstream = await self.send(exchange, headers, data, watchdog)
+            if isinstance(upstream, web.Response):
+                return upstream
+            try:
+                return await self.relay(request, upstream, exchange, watchdog)
+            finally:
+                upstream.close()  # a no-op after a complete read (the connection is pooled)
+        finally:
+            self.patrol.release(watchdog)
+
+    async def read_body(
+        self, request: web.Request, headers: CIMultiDict[str], exchange: Exchange
+    ) -> Body:
+        """Phase 1 and 2: read the body within max_body_bytes and transform it; a larger one
+        streams through untouched."""
+        limit = self.settings.max_body_bytes
+        pipeline = self.pipeline
+        declared = request.content_length
+        overflow = declared is not None and declared > limit
+        body = b""
+        if not overflow:
+            body, overflow = await read_limited(request.content, limit)
+        if overflow:
+            exchange.report = pipeline.skip(b"", "too_large")
+            if declared is not None:
+                headers["Content-Length"] = str(declared)
+            return passthrough(body, request.content, exchange)
+        if not body:
+            exchange.report = pipeline.skip(body, "no_body")
+            return None
+        report, forwarded = transform(body, headers, pipeline, limit, exchange.route.api)
+        exchange.report = report
+        payload = Pieces(forwarded)
+        exchange.bytes_in, exchange.bytes_out = len(body), payload.length
+        for component, message in report.errors:
+            log.warning("component %s failed on %s: %s", component, exchange.path, message)
+        if report.applied:
+            # A catalogue counted before is known at once; a new one is tokenized off the
+            # loop while the request goes upstream.
+            self.ledger.start_counting(exchange, report)
+        if self.recorder is not None:
+            path, _, query = exchange.route.target.partition("?")
+            self.recorder.record(  # non-blocking; it redacts credentials in headers and query
+                method=exchange.method,
+                path=path,
+                query=query,
+                upstream=exchange.route.upstream.name,
+                headers=request.headers,
+                body=body,
+                forwarded=joined(forwarded),
+            )
+        return payload
+
+    async def send(
+        self, exchange: Exchange, headers: CIMultiDict[str], data: Body, watchdog: Watchdog
+    ) -> ClientResponse | web.Response:
+        """Phase 3: the upstream's response headers, or the error response to answer with."""
+        route = exchange.route
+        url = URL(route.upstream.url + route.target, encoded=True)
+        sent = time.perf_counter()
+        try:
+            watchdog.waiting(self.settings.timeouts.response_headers)
+            upstream = await self.session.request(
+                exchange.method, url, headers=headers, data=data, allow_redirects=False
+            )
+            watchdog.done()
+        except asyncio.CancelledError:
+            if not watchdog.expired():
+                raise
+            return self.failed(exchange, HeadersTimeout())
+        except (ClientError, OSError, TimeoutError) as exc:
+            return self.failed(exchange, exc)
+        self.stats.observe_ttfb(time.perf_counter() - sent)
+        return upstream
+
+    async def relay(
+        self,
+        request: web.Request,
+        upstream: ClientResponse,
+        exchange: Exchange,
+        watchdog: Watchdog,
+    ) -> web.StreamResponse:
+        """Phase 4: status, headers and the exact bytes as they arrive; a copy of each chunk
+        is observed for usage."""
+        stats = self.stats
+        exchange.status = upstream.status
+        response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+        response.headers.extend(upstream.headers)
+        drop_hop_by_hop(response.headers, HOP_BY_HOP)
+        observer = UsageObserver(
+            exchange.route.api,
+            upstream.headers.get("Content-Type"),
+            upstream.headers.get("Content-Encoding"),
+        )
+        try:
+            await response.prepare(request)
+        except ConnectionError:
+            exchange.disconnected = True
+            return response
+        exchange.observer = observer  # the response reached the client: its usage is counted
+        stats.stream_opened()
+        idle = self.settings.timeouts.idle_chunk
+        try:
+            spent = 0.0
+            while True:
+                try:
+                    watchdog.waiting(idle)
+                    chunk = await upstream.content.readany()
+                    watchdog.done()
+                except TimeoutError:
+                    return self.cut(request, response, exchange, "timeout")
+                except (ClientError, OSError):
+                    return self.cut(request, response, exchange, "reset")
+                except asyncio.CancelledError:
+                    if watchdog.expired():
+                        return self.cut(request, response, exchange, "timeout")
+                    raise
+                if not chunk:
+                    break
+                got = time.perf_counter()
+                try:
+                    await response.write(chunk)
+                except ConnectionError:
+                    exchange.disconnected = True
+                    return response
+                observer.feed(chunk)
+                spent += time.perf_counter() - got
+            exchange.overhead += spent
+            try:
+                await response.write_eof()
+            except ConnectionError:
+                exchange.disconnected = True
+            return response
+        finally:
+            stats.stream_closed()
+
+    def failed(self, exchange: Exchange, exc: BaseException) -> web.Response:
+        """Count an upstream failure before response headers; the error in the API's shape."""
+        translated = translate(exc, exchange.route.upstream.name, self.settings.timeouts)
+        self.stats.record_upstream_error(translated.kind)
+        exchange.failure, exchange.status = translated.kind, translated.status
+        return error_response(exchange.route, translated.status, translated.message)
+
+    def cut(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        exchange: Exchange,
+        failure: str,
+    ) -> web.StreamResponse:
+        """End the client's stream as abruptly as the upstream's: mid-stream the status is
+        sent, and a clean end would pass a truncated body off as complete."""
+        exchange.failure = failure
+        self.stats.record_upstream_error(failure)
+        abort(request)
+        return response
+
+
+def error_response(route: Route, status: int, message: str) -> web.Response:
+    """An error in the shape of the API the client called."""
+    body = error_body(route, status, message)
+    return web.Response(status=status, body=body, content_type="application/json")
+
+
+def refusal(status: int, message: str) -> web.Response:
+    body = refusal_body(message)
+    return web.Response(status=status, body=body, content_type="application/json")
+
+
+def abort(request: web.Request) -> None:
+    if (transport := request.transport) is not None:
+        transport.close()
+
+
+async def read_limited(content: StreamReader, limit: int) -> tuple[bytes, bool]:
+    """The whole body, or its first bytes and True once it is longer than `limit`."""
+    parts: list[bytes] = []
+    size = 0
+    while chunk := await content.readany():
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(parts), True
+    return b"".join(parts), False
+
+
+async def passthrough(
+    head: bytes, content: StreamReader, exchange: Exchange
+) -> AsyncIterator[bytes]:
+    """A body too large to transform: what was read, then the rest as it arrives, untouched."""
+    if head:
+        exchange.bytes_in = exchange.bytes_out = len(head)
+        yield head
+    async for chunk in content.iter_any():
+        exchange.bytes_in = exchange.bytes_out = exchange.bytes_in + len(chunk)
+        yield chunk
+
+
+class Pieces(Payload):
+    """A request body written as the pieces it is made of; a small one behind its headers in
+    one write, a large one after them without a copy.
+
+    Written as bytes, a large body would be copied twice on the way out: once to join the
+    pieces, once to put the headers in front of it (the client library joins them before
+    Python 3.12.9, which has no scatter-gather write). A sized payload also gets its
+    Content-Length from the library, at any size.
+    """
+
+    def __init__(self, pieces: tuple[Piece, ...]) -> None:
+        super().__init__(pieces)
+        self._pieces = pieces
+        self.length: int = sum(map(len, pieces))
+
+    @property
+    def size(self) -> int:
+        return self.length
+
+    @property
+    def autoclose(self) -> bool:
+        return True  # in memory: nothing to close
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return joined(self._pieces).decode(encoding, errors)
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        await self.write_with_length(writer, None)
+
+    async def write_with_length(
+        self, writer: AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        remaining = self.length if content_length is None else content_length
+        if self.length <= ONE_WRITE:
+            # The writer puts the headers it holds in front of this chunk: one send.
+            await writer.write(joined(self._pieces)[:remaining])
+            return
+        writer.send_headers()
+        for piece in self._pieces:
+            if remaining <= 0:
+                break
+            await writer.write(piece[:remaining])
+            remaining -= len(piece)

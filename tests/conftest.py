@@ -1,0 +1,36 @@
+"""Fixtures of the shell's end-to-end tests: the fake upstream, the proxy before it, a client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+
+from proxy_harness import TIMEOUT, FakeUpstream, Proxy, settings_for
+from toolslim.app import make_app
+
+
+@pytest.fixture
+async def upstream(aiohttp_server: Any) -> FakeUpstream:
+    fake = FakeUpstream()
+    fake.server = await aiohttp_server(fake.app())
+    return fake
+
+
+@pytest.fixture
+def proxy(aiohttp_server: Any, upstream: FakeUpstream) -> Proxy:
+    async def start(base: str | None = None, **changes: Any) -> TestServer:
+        app = make_app(settings_for(base or upstream.url, **changes))
+        server: TestServer = await aiohttp_server(app)
+        return server
+
+    return start
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(timeout=TIMEOUT, auto_decompress=False) as session:
+        yield session

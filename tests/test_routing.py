@@ -1,0 +1,98 @@
+"""routing: which upstream and API a request goes to, and the requests refused before routing."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import pytest
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from proxy_harness import (
+    FakeUpstream,
+    Proxy,
+    settings_for,
+)
+from toolslim.routing import route_request
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "seen", "api"),
+    [
+        ("/v1/messages", {}, "/a/v1/messages", "anthropic"),
+        ("/v1/messages/batches/b1", {}, "/a/v1/messages/batches/b1", "anthropic"),
+        ("/v1/chat/completions", {"x-api-key": "k"}, "/o/v1/chat/completions", "openai-chat"),
+        ("/v1/responses/resp_1/cancel", {}, "/o/v1/responses/resp_1/cancel", "openai-responses"),
+        ("/v1/models", {"anthropic-version": "2023-06-01"}, "/a/v1/models", "other"),
+        ("/v1/models", {"x-api-key": "k"}, "/a/v1/models", "other"),
+        ("/v1/models", {"Authorization": "Bearer k"}, "/o/v1/models", "other"),
+        ("/v1/files", {}, "/o/v1/files", "other"),
+        (
+            "/v1beta/models/g:streamGenerateContent?alt=sse",
+            {},
+            "/g/v1beta/models/g:streamGenerateContent?alt=sse",
+            "gemini",
+        ),
+        ("/v1alpha/models", {}, "/g/v1alpha/models", "gemini"),
+        ("/openai/v1/models?x=1", {"x-api-key": "k"}, "/o/v1/models?x=1", "other"),
+        ("/anthropic/v1/chat/completions", {}, "/a/v1/chat/completions", "openai-chat"),
+        (
+            "/gemini/v1beta/openai/chat/completions",
+            {},
+            "/g/v1beta/openai/chat/completions",
+            "openai-chat",
+        ),
+        ("/gemini", {}, "/g/", "gemini"),
+        ("/api/event_logging/batch", {}, "/a/api/event_logging/batch", "other"),
+        ("/", {}, "/a/", "other"),
+    ],
+)
+async def test_routing_by_path_and_headers(
+    path: str,
+    headers: dict[str, str],
+    seen: str,
+    api: str,
+    upstream: FakeUpstream,
+    proxy: Proxy,
+    client: aiohttp.ClientSession,
+) -> None:
+    settings = settings_for(upstream.url)
+    assert route_request(path, CIMultiDictProxy(CIMultiDict(headers)), settings).api == api
+    server = await proxy()
+    async with client.post(server.make_url(path), data=b"{}", headers=headers) as response:
+        assert response.status == 200
+    assert upstream.received[0].target == seen
+
+
+async def test_default_upstream_takes_paths_no_rule_matches(
+    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    server = await proxy(default_upstream="openai")
+    async with client.get(server.make_url("/health")) as response:
+        assert response.status == 200
+    assert upstream.received[0].target == "/o/health"
+
+
+@pytest.mark.parametrize(
+    ("request_line", "status"),
+    [
+        (b"GET http://169.254.169.254/latest/meta-data HTTP/1.1", 400),
+        (b"POST http://api.anthropic.com/v1/messages HTTP/1.1", 400),
+        (b"CONNECT api.anthropic.com:443 HTTP/1.1", 405),
+    ],
+)
+async def test_absolute_form_targets_and_connect_are_refused_never_an_open_proxy(
+    request_line: bytes, status: int, upstream: FakeUpstream, proxy: Proxy
+) -> None:
+    server = await proxy()
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        writer.write(
+            request_line + b"\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        answer = await asyncio.wait_for(reader.read(), 5)
+    finally:
+        writer.close()
+    assert answer.startswith(f"HTTP/1.1 {status}".encode())
+    assert b"reverse proxy" in answer
+    assert upstream.received == []

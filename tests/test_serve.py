@@ -1,0 +1,94 @@
+"""serve: the real process: start-up, the collector settings, and a graceful SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from child import python_output
+from proxy_harness import (
+    ANTHROPIC,
+    KEY,
+    TIMEOUT,
+    FakeUpstream,
+    closed_port,
+    dumps,
+)
+
+# --- graceful shutdown (a real `serve` process and a real SIGTERM) ---------------------------
+
+
+async def test_sigterm_stops_accepting_lets_the_stream_in_flight_finish_and_exits_0(
+    upstream: FakeUpstream, client: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    port = closed_port()
+    config = tmp_path / "toolslim.yaml"
+    config.write_text(
+        f"listen: {{host: 127.0.0.1, port: {port}}}\n"
+        f"upstreams: {{anthropic: '{upstream.url}/a'}}\n"
+        "shutdown_grace: 10\n"
+    )
+    code = "import sys; from toolslim import app, config; "
+    code += "sys.exit(app.serve(config.load_settings(sys.argv[1], {}, {})))"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                async with client.get(f"{base}/healthz") as response:
+                    if response.status == 200:
+                        break
+            except aiohttp.ClientConnectionError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                await asyncio.sleep(0.05)
+        headers = {"X-Fake": "sse:6:200", "x-api-key": KEY}
+        async with client.post(f"{base}/v1/messages", data=dumps(ANTHROPIC), headers=headers) as r:
+            assert await r.content.readline() == b"event: message_start\n"
+            process.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.3)
+            with pytest.raises(aiohttp.ClientConnectionError):
+                async with aiohttp.ClientSession(timeout=TIMEOUT) as fresh:
+                    await fresh.get(f"{base}/healthz")
+            rest = await r.read()
+        assert rest.count(b"event: delta") == 6
+        assert rest.endswith(b"\n\n") and b"message_delta" in rest
+        returncode = await asyncio.wait_for(asyncio.to_thread(process.wait), 15)
+        assert returncode == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(5)
+        _, err = process.communicate(timeout=5)
+    log = err.decode()
+    assert "POST /v1/messages upstream=anthropic api=anthropic status=200" in log
+    assert KEY not in log
+
+
+def test_serving_hides_start_up_objects_from_the_collector_and_collects_young_ones_rarely() -> None:
+    """In a child process: the collector settings are process-wide, so tests never change them
+    in the test runner itself."""
+    code = (
+        "import gc\n"
+        "from toolslim.app import _tune_gc\n"
+        "before = gc.get_threshold()\n"
+        "_tune_gc()\n"
+        "print(gc.get_freeze_count() > 1000, gc.get_threshold()[0] > before[0],"
+        " gc.get_threshold()[1:] == before[1:])\n"
+    )
+    assert python_output(code).split() == ["True", "True", "True"]
