@@ -14,11 +14,18 @@ import functools
 import gc
 import logging
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, TCPConnector, web
+from aiohttp import (
+    ClientResponse,
+    ClientSession,
+    ClientTimeout,
+    DummyCookieJar,
+    TCPConnector,
+    web,
+)
 from aiohttp.typedefs import Handler
 
 from toolslim import admin, capture, logs, metrics
@@ -29,6 +36,7 @@ from toolslim.forward import Forwarder, refusal
 from toolslim.pipeline import Pipeline
 from toolslim.stats import Stats
 from toolslim.watchdog import Patrol
+from toolslim.websocket import Relay, is_upgrade, refuse_unless_upgraded
 
 log = logging.getLogger(__name__)
 
@@ -56,15 +64,18 @@ FORWARDING: Final = web.AppKey("forwarding", Forwarding)
 
 
 class _Entrance:
-    """Where the catch-all route finds the Forwarder the running app made (it needs the
-    upstream session, which exists only while the app runs)."""
+    """Where the catch-all route finds the Forwarder and the Relay the running app made (they
+    need the upstream sessions, which exist only while the app runs)."""
 
-    __slots__ = ("forwarder",)
+    __slots__ = ("forwarder", "relay")
     forwarder: Forwarder
+    relay: Relay
 
 
 async def _enter(entrance: _Entrance, request: web.Request) -> web.StreamResponse:
-    """Every request that is not an admin one."""
+    """Every request that is not an admin one: a WebSocket upgrade, or HTTP."""
+    if is_upgrade(request):
+        return await entrance.relay.handle(request)
     return await entrance.forwarder.handle(request)
 
 
@@ -104,6 +115,7 @@ def make_app(settings: Settings, log_lines: logs.BatchedLines | None = None) -> 
     entrance = _Entrance()
     app.cleanup_ctx.append(lambda app: _serving(app, entrance))
     app.on_shutdown.append(_not_ready)
+    app.on_shutdown.append(lambda app: _drain_websockets(entrance))
     admin.add_routes(app)
     app.router.add_route("*", "/{tail:.*}", functools.partial(_enter, entrance))
     return app
@@ -123,20 +135,43 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
     period = min(_PATROL_PERIOD, limits.response_headers / 4, limits.idle_chunk / 4)
     patrol = Patrol(loop, period)
     ledger = Ledger(state.stats, loop, state.pending, state.log_lines)
-    async with ClientSession(
+    async with (
+        _session(connector, timeout) as session,
+        # WebSockets get a session of their own: its status check keeps an upstream's
+        # refusal whole for the client (see websocket.refuse_unless_upgraded).
+        _session(
+            TCPConnector(limit=0, ttl_dns_cache=300),
+            timeout,
+            raise_for_status=refuse_unless_upgraded,
+        ) as websockets,
+    ):
+        entrance.forwarder = Forwarder(
+            settings, state.pipeline, state.stats, session, patrol, ledger, state.capture
+        )
+        entrance.relay = Relay(
+            settings, state.pipeline, state.stats, websockets, ledger, state.capture
+        )
+        yield
+        await entrance.relay.wait_closed()
+    patrol.stop()
+    await ledger.drain(_DRAIN_COUNTS)
+
+
+def _session(
+    connector: TCPConnector,
+    timeout: ClientTimeout,
+    raise_for_status: bool | Callable[[ClientResponse], Awaitable[None]] = False,
+) -> ClientSession:
+    """An upstream session: bytes as they are, no cookies, no headers of its own."""
+    return ClientSession(
         connector=connector,
         timeout=timeout,
         auto_decompress=False,
         cookie_jar=DummyCookieJar(),  # one session serves every client: never keep cookies
         skip_auto_headers=("Accept", "Accept-Encoding", "Content-Type", "User-Agent"),
         trust_env=False,
-    ) as session:
-        entrance.forwarder = Forwarder(
-            settings, state.pipeline, state.stats, session, patrol, ledger, state.capture
-        )
-        yield
-    patrol.stop()
-    await ledger.drain(_DRAIN_COUNTS)
+        raise_for_status=raise_for_status,
+    )
 
 
 async def _close_capture(app: web.Application) -> None:
@@ -146,6 +181,11 @@ async def _close_capture(app: web.Application) -> None:
 
 async def _not_ready(app: web.Application) -> None:
     app[ADMIN].ready = False
+
+
+async def _drain_websockets(entrance: _Entrance) -> None:
+    """Open WebSockets close with 1001 once their response in flight has finished."""
+    entrance.relay.drain()
 
 
 @web.middleware

@@ -19,6 +19,7 @@ from toolslim.pipeline import ComponentRun, RunReport, cached_tokens, count_toke
 from toolslim.routing import Route
 from toolslim.sse import Usage, UsageObserver
 from toolslim.stats import Stats
+from toolslim.usage import UsageReader
 
 log = logging.getLogger("toolslim.app")
 
@@ -45,7 +46,9 @@ class Exchange:
     bytes_out: int = 0
     sent: bool = False
     overhead: float = 0.0
-    observer: UsageObserver | None = None  # set once the response's headers went out
+    # Set once the response began reaching the client: an HTTP response's observer, or the
+    # reader of a WebSocket response's events.
+    observer: UsageObserver | UsageReader | None = None
     disconnected: bool = False
     failure: str = ""  # upstream error kind, if any
 
@@ -126,6 +129,7 @@ class Ledger:
             status=exchange.status,
             bytes_in=exchange.bytes_in,
             bytes_out=exchange.bytes_out,
+            transport=exchange.transport,
         )
         observer = exchange.observer
         responded = observer is not None

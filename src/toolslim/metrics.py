@@ -73,6 +73,15 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
             ),
             req["by_status"],
         ),
+        _labelled(
+            _counter_family(
+                "toolslim_requests_by_transport",
+                "Proxied requests by transport (http, websocket: one per response.create).",
+                "transport",
+            ),
+            req["by_transport"],
+        ),
+        *_websocket_families(snap["websockets"]),
         _counter(
             "toolslim_request_received_bytes",
             "Request body bytes received from clients.",
@@ -143,6 +152,32 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
             "toolslim_upstream_ttfb_seconds",
             "Upstream time to first response byte.",
             snap["timings"]["upstream_ttfb_seconds"],
+        ),
+    ]
+
+
+def _websocket_families(websockets: Mapping[str, Any]) -> list[Metric]:
+    return [
+        _gauge(
+            "toolslim_websockets_active",
+            "WebSockets being relayed right now.",
+            websockets["active"],
+        ),
+        _counter(
+            "toolslim_websockets", "WebSockets relayed (accepted upgrades).", websockets["total"]
+        ),
+        _counter(
+            "toolslim_websockets_refused",
+            "Upgrades answered 426 because the websocket setting is off.",
+            websockets["refused"],
+        ),
+        _labelled(
+            _counter_family(
+                "toolslim_websockets_closed",
+                "Relayed WebSockets by what ended them (client, upstream, idle, shutdown, error).",
+                "closed_by",
+            ),
+            websockets["closed_by"],
         ),
     ]
 

@@ -20,6 +20,10 @@ SCHEMA_VERSION = 1
 STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
 UPSTREAM_ERROR_KINDS = ("connect", "timeout", "reset")
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
+TRANSPORTS = ("http", "websocket")
+# Who ended a relayed WebSocket: either side closing, no message either way for
+# timeouts.idle_websocket, the proxy shutting down, or a failure on either leg.
+WEBSOCKET_CLOSERS = ("client", "error", "idle", "shutdown", "upstream")
 # Seconds. Proxy overhead is sub-millisecond when healthy; TTFB is the model thinking.
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25)
 TTFB_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -134,9 +138,14 @@ class Stats:
         self.by_upstream: Counter[str] = Counter()
         self.by_api: Counter[str] = Counter()
         self.by_status: Counter[str] = Counter({c: 0 for c in STATUS_CLASSES})
+        self.by_transport: Counter[str] = Counter({t: 0 for t in TRANSPORTS})
         self.bytes_received = 0
         self.bytes_forwarded = 0
         self.active_streams = 0
+        self.websockets_active = 0
+        self.websockets_total = 0
+        self.websockets_refused = 0  # upgrades answered 426 because `websocket: false`
+        self.websockets_closed_by: Counter[str] = Counter({k: 0 for k in WEBSOCKET_CLOSERS})
         self.tokens_skipped = 0  # requests whose tokens were not counted: the counter was full
         self.client_disconnects = 0
         self.upstream_errors: Counter[str] = Counter({k: 0 for k in UPSTREAM_ERROR_KINDS})
@@ -176,12 +185,21 @@ class Stats:
         return counters
 
     def record_request(
-        self, *, upstream: str, api: str, status: int, bytes_in: int, bytes_out: int
+        self,
+        *,
+        upstream: str,
+        api: str,
+        status: int,
+        bytes_in: int,
+        bytes_out: int,
+        transport: str = "http",
     ) -> None:
-        """One proxied request, counted once when its response status is known."""
+        """One proxied request, counted once when its response status is known: an HTTP
+        request, or a `response.create` message on a WebSocket."""
         self.requests += 1
         self.by_upstream[upstream] += 1
         self.by_api[api] += 1
+        self.by_transport[transport] += 1
         self.by_status[f"{status // 100}xx" if 100 <= status < 600 else "other"] += 1
         self.bytes_received += bytes_in
         self.bytes_forwarded += bytes_out
@@ -254,6 +272,17 @@ class Stats:
         Its bytes are counted; its tokens are not (token totals are then a lower bound)."""
         self.tokens_skipped += 1
 
+    def websocket_opened(self) -> None:
+        self.websockets_active += 1
+        self.websockets_total += 1
+
+    def websocket_closed(self, closed_by: str) -> None:
+        self.websockets_active -= 1
+        self.websockets_closed_by[closed_by] += 1
+
+    def record_websocket_refused(self) -> None:
+        self.websockets_refused += 1
+
     def stream_opened(self) -> None:
         self.active_streams += 1
 
@@ -288,6 +317,7 @@ class Stats:
                 "by_upstream": dict(sorted(self.by_upstream.items())),
                 "by_api": dict(sorted(self.by_api.items())),
                 "by_status": dict(sorted(self.by_status.items())),
+                "by_transport": dict(sorted(self.by_transport.items())),
                 "bytes_received": self.bytes_received,
                 "bytes_forwarded": self.bytes_forwarded,
                 "active_streams": self.active_streams,
@@ -295,6 +325,12 @@ class Stats:
                 "tokens_skipped": self.tokens_skipped,
                 "client_disconnects": self.client_disconnects,
                 "upstream_errors": dict(sorted(self.upstream_errors.items())),
+            },
+            "websockets": {
+                "active": self.websockets_active,
+                "total": self.websockets_total,
+                "refused": self.websockets_refused,
+                "closed_by": dict(sorted(self.websockets_closed_by.items())),
             },
             "components": {n: c.snapshot() for n, c in self.components.items()},
             "memo": {

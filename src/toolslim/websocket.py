@@ -1,0 +1,462 @@
+"""The WebSocket relay: an upgrade on a proxied path becomes a WebSocket to the routed upstream,
+and every message is relayed both ways, in order, as it arrives.
+
+The upstream's WebSocket is opened first; the client's upgrade is accepted only once the
+upstream accepted. A `response.create` message (the Responses API over a WebSocket, Codex's
+default transport) goes through the pipeline exactly as an HTTP body does, and is counted as
+one proxied request, its usage read from the upstream's terminal event for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from collections import deque
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import orjson
+from aiohttp import (
+    ClientError,
+    ClientResponse,
+    ClientSession,
+    ClientWebSocketResponse,
+    ClientWSTimeout,
+    WSMsgType,
+    WSServerHandshakeError,
+    web,
+)
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
+
+from toolslim import capture
+from toolslim.config import Settings
+from toolslim.envelope import joined
+from toolslim.errors import HeadersTimeout, translate
+from toolslim.exchange import Exchange, Ledger
+from toolslim.forward import error_response
+from toolslim.pipeline import Pipeline
+from toolslim.routing import HOP_BY_HOP, REQUEST_REBUILT, Route, drop_hop_by_hop, route_request
+from toolslim.stats import Stats
+from toolslim.transform import message
+from toolslim.usage import UsageReader
+
+log = logging.getLogger(__name__)
+
+ClosedBy = Literal["client", "upstream", "idle", "shutdown", "error"]
+
+# Negotiated per leg: each side of the relay has its own key, accept and extensions.
+_HANDSHAKE: Final = frozenset(
+    {
+        "sec-websocket-accept",
+        "sec-websocket-extensions",
+        "sec-websocket-key",
+        "sec-websocket-protocol",
+        "sec-websocket-version",
+    }
+)
+_DROPPED: Final = REQUEST_REBUILT | _HANDSHAKE
+# An upstream refusal the client should see as it is: credentials, limits, outages. Any
+# other answer means the upstream does not speak WebSocket there, and the client is told to
+# use HTTP (426), which Codex does at once.
+_RELAYED_REFUSALS: Final = frozenset({401, 403, 429})
+_REFUSAL_BODY: Final = 64 * 1024  # bytes of a refusal's body kept to relay
+_CLOSE_WAIT: Final = 10.0  # seconds a close handshake may take on either leg
+_CREATE: Final = re.compile(rb'\A\s*\{.*?"type"\s*:\s*"response\.create"', re.DOTALL)
+# The events that end a response (Responses API streaming events; `error` ends it too).
+_TERMINAL: Final = re.compile(
+    rb'"type"\s*:\s*"(response\.(?:completed|done|failed|incomplete)|error)"'
+)
+_HEAD: Final = 256  # a terminal event names its type first; the head is searched first
+
+
+class Refused(Exception):
+    """The upstream answered the upgrade with something other than 101."""
+
+    def __init__(self, status: int, headers: CIMultiDictProxy[str], body: bytes) -> None:
+        super().__init__(status)
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+async def refuse_unless_upgraded(response: ClientResponse) -> None:
+    """The WebSocket session's status check: keeps a refusal's status, headers and body
+    (the client library would drop the body) before the handshake is abandoned."""
+    if response.status != 101:
+        body = await response.content.read(_REFUSAL_BODY)
+        raise Refused(response.status, response.headers, body)
+
+
+def is_upgrade(request: web.Request) -> bool:
+    upgrade = request.headers.get("Upgrade")
+    return upgrade is not None and upgrade.lower() == "websocket"
+
+
+def upgrade_required(route: Route, message: str) -> web.Response:
+    """426 with an OpenAI-shape error: a WebSocket client falls back to HTTP at once."""
+    body = (
+        b'{"error":{"message":'
+        + orjson.dumps(message)
+        + b',"type":"invalid_request_error","param":null,"code":"upgrade_required"}}'
+    )
+    return web.Response(status=426, body=body, content_type="application/json")
+
+
+def websocket_url(route: Route) -> URL:
+    """The upstream URL with the ws/wss scheme of its http/https one, same path and query."""
+    url = URL(route.upstream.url + route.target, encoded=True)
+    return url.with_scheme("wss" if url.scheme == "https" else "ws")
+
+
+def upstream_headers(headers: Mapping[str, str]) -> CIMultiDict[str]:
+    """The end-to-end headers, exactly as for HTTP, less the per-leg handshake ones."""
+    return drop_hop_by_hop(CIMultiDict(headers), _DROPPED)
+
+
+def offered_protocols(headers: CIMultiDictProxy[str]) -> tuple[str, ...]:
+    values = headers.getall("Sec-WebSocket-Protocol", ())
+    return tuple(p.strip() for v in values for p in v.split(",") if p.strip())
+
+
+def offers_deflate(headers: CIMultiDictProxy[str]) -> bool:
+    values = headers.getall("Sec-WebSocket-Extensions", ())
+    offers = (e.split(";")[0].strip().lower() for v in values for e in v.split(","))
+    return "permessage-deflate" in offers
+
+
+def close_code(code: object) -> int:
+    """A code that may be sent in a close frame for one received (RFC 6455 section 7.4)."""
+    if not isinstance(code, int) or code in (0, 1005):  # no code was given
+        return 1000
+    if (1000 <= code <= 1014 and code not in (1004, 1006)) or 3000 <= code <= 4999:
+        return code
+    return 1011
+
+
+@dataclass(slots=True)
+class _Response:
+    """One `response.create` in flight: its record and the reader of its usage."""
+
+    exchange: Exchange
+    reader: UsageReader
+
+
+@dataclass(slots=True, eq=False)
+class Connection:
+    """One relayed WebSocket: the two legs, the responses in flight, the last activity."""
+
+    relay: Relay
+    route: Route
+    request: web.Request
+    client: web.WebSocketResponse
+    upstream: ClientWebSocketResponse[Literal[False]]
+    inflight: deque[_Response] = field(default_factory=deque)
+    last: float = 0.0
+    draining: bool = False
+    closed_by: ClosedBy | None = None
+
+    async def run(self) -> ClosedBy:
+        loop = asyncio.get_running_loop()
+        self.last = loop.time()
+        up = asyncio.ensure_future(self._client_to_upstream())
+        down = asyncio.ensure_future(self._upstream_to_client())
+        idle = asyncio.ensure_future(self._idle(loop))
+        tasks = (up, down, idle)
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            # The other direction sees the close at once; bounded all the same.
+            await asyncio.wait((up, down), timeout=_CLOSE_WAIT * 2)
+        except asyncio.CancelledError:  # the shutdown grace ran out, or the client went away
+            self._closing("shutdown" if self.draining else "client")
+            await asyncio.shield(self._close_both(1001, b"toolslim is shutting down"))
+            raise
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(BaseException):
+                    await task
+            self._end_inflight()
+        return self.closed_by or "error"
+
+    async def _client_to_upstream(self) -> None:
+        client, upstream = self.client, self.upstream
+        while True:
+            msg = await client.receive()
+            self.last = asyncio.get_running_loop().time()
+            kind = msg.type
+            if kind is WSMsgType.TEXT:
+                await upstream.send_frame(self._rewrite(msg.data), WSMsgType.TEXT)
+            elif kind is WSMsgType.BINARY:
+                await upstream.send_frame(msg.data, WSMsgType.BINARY)
+            elif kind is WSMsgType.PING:
+                await upstream.ping(msg.data)
+            elif kind is WSMsgType.PONG:
+                await upstream.pong(msg.data)
+            elif kind is WSMsgType.CLOSE:
+                self._closing("client")
+                code, reason = close_code(msg.data), _reason(msg.extra)
+                await upstream.close(code=code, message=reason)
+                await client.close(code=code, message=reason)
+                return
+            else:  # CLOSING (the other direction is closing this leg), CLOSED or ERROR
+                if kind is WSMsgType.CLOSED:  # the client went away without a close
+                    self._closing("client")
+                    await self._close_both(1001, b"")
+                elif kind is WSMsgType.ERROR:
+                    self._closing("error")
+                    await self._close_both(1011, b"")
+                return
+
+    async def _upstream_to_client(self) -> None:
+        client, upstream = self.client, self.upstream
+        while True:
+            msg = await upstream.receive()
+            self.last = asyncio.get_running_loop().time()
+            kind = msg.type
+            if kind is WSMsgType.TEXT:
+                await client.send_frame(msg.data, WSMsgType.TEXT)
+                if self.inflight:
+                    self._observe(msg.data)
+                if self.draining and not self.inflight:
+                    self._closing("shutdown")
+                    await self._close_both(1001, b"toolslim is shutting down")
+                    return
+            elif kind is WSMsgType.BINARY:
+                await client.send_frame(msg.data, WSMsgType.BINARY)
+            elif kind is WSMsgType.PING:
+                await client.ping(msg.data)
+            elif kind is WSMsgType.PONG:
+                await client.pong(msg.data)
+            elif kind is WSMsgType.CLOSE:
+                self._closing("upstream")
+                code, reason = close_code(msg.data), _reason(msg.extra)
+                await client.close(code=code, message=reason)
+                await upstream.close(code=code, message=reason)
+                return
+            else:
+                if kind is not WSMsgType.CLOSING:  # the upstream failed or went away
+                    self._closing("error")
+                    await self._close_both(1011, b"")
+                return
+
+    async def _idle(self, loop: asyncio.AbstractEventLoop) -> None:
+        limit = self.relay.settings.timeouts.idle_websocket
+        while (left := self.last + limit - loop.time()) > 0:
+            await asyncio.sleep(left)
+        self._closing("idle")
+        await self._close_both(1001, b"idle")
+
+    def drain(self) -> None:
+        """Close with 1001 once no response is in flight (at once if none is)."""
+        self.draining = True
+        if not self.inflight:
+            self._closing("shutdown")
+            self.relay.spawn(self._close_both(1001, b"toolslim is shutting down"))
+
+    def _closing(self, by: ClosedBy) -> None:
+        if self.closed_by is None:
+            self.closed_by = by
+
+    async def _close_both(self, code: int, reason: bytes) -> None:
+        for leg in (self.upstream, self.client):
+            if not leg.closed:
+                with contextlib.suppress(Exception):
+                    await leg.close(code=code, message=reason)
+
+    def _rewrite(self, data: bytes) -> bytes:
+        """A client's text message: a `response.create` goes through the pipeline and is
+        counted as a request; any other message goes on as it is."""
+        if not _CREATE.match(data):
+            return data
+        relay = self.relay
+        received = time.perf_counter()
+        exchange = Exchange(
+            self.route, "WS", self.route.target.partition("?")[0], received, "websocket"
+        )
+        report, pieces = message(data, data, None, relay.pipeline, "openai-responses")
+        exchange.report = report
+        out = data if pieces == (data,) else joined(pieces)
+        exchange.bytes_in, exchange.bytes_out = len(data), len(out)
+        for component, text in report.errors:
+            log.warning("component %s failed on %s: %s", component, exchange.path, text)
+        if report.applied:
+            relay.ledger.start_counting(exchange, report)
+        if relay.recorder is not None:
+            path, _, query = self.route.target.partition("?")
+            relay.recorder.record(
+                method="WS",
+                path=path,
+                query=query,
+                upstream=self.route.upstream.name,
+                headers=self.request.headers,
+                body=data,
+                forwarded=out,
+            )
+        exchange.sent = True
+        exchange.overhead = time.perf_counter() - received
+        self.inflight.append(_Response(exchange, UsageReader("openai-responses")))
+        return out
+
+    def _observe(self, data: bytes) -> None:
+        """Feed an upstream event to the oldest response in flight; a terminal one ends it."""
+        started = time.perf_counter()
+        response = self.inflight[0]
+        response.reader.feed(data)
+        terminal = _TERMINAL.search(data, 0, _HEAD) or _TERMINAL.search(data)
+        if terminal is not None:
+            self.inflight.popleft()
+            exchange = response.exchange
+            exchange.status = 200 if terminal.group(1) != b"error" else 400
+            exchange.observer = response.reader
+            exchange.overhead += time.perf_counter() - started
+            self.relay.ledger.finish(exchange)
+        else:
+            response.exchange.overhead += time.perf_counter() - started
+
+    def _end_inflight(self) -> None:
+        """Responses the connection ended before: the client's leaving, or the upstream's."""
+        while self.inflight:
+            exchange = self.inflight.popleft().exchange
+            if self.closed_by == "client":
+                exchange.disconnected = True
+            else:
+                exchange.failure = "reset"
+                exchange.status = 502
+            self.relay.ledger.finish(exchange)
+
+
+def _reason(extra: object) -> bytes:
+    """A received close frame's reason (a message's `extra`), to send on."""
+    return extra.encode() if isinstance(extra, str) else b""
+
+
+@dataclass(eq=False)
+class Relay:
+    """Everything the WebSocket path needs, made once the app runs (see app._serving)."""
+
+    settings: Settings
+    pipeline: Pipeline
+    stats: Stats
+    session: ClientSession  # its own: the status check above applies to upgrades only
+    ledger: Ledger
+    recorder: capture.Recorder | None
+    connections: set[Connection] = field(default_factory=set)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Relay one upgrade: the upstream first, then the client; the proxy never answers 500."""
+        route = route_request(request.raw_path, request.headers, self.settings)
+        try:
+            return await self._relay(request, route)
+        except Exception:
+            log.exception("toolslim failed on the WebSocket %s", route.target.partition("?")[0])
+            return error_response(route, 502, "toolslim failed to relay this WebSocket")
+
+    async def _relay(self, request: web.Request, route: Route) -> web.StreamResponse:
+        settings = self.settings
+        if not settings.websocket:
+            self.stats.record_websocket_refused()
+            return upgrade_required(
+                route, "WebSockets are turned off on this toolslim (websocket: false); use HTTP"
+            )
+        opened = await self._open_upstream(request, route)
+        if isinstance(opened, web.StreamResponse):
+            return opened
+        upstream = opened
+        protocols = (upstream.protocol,) if upstream.protocol else ()
+        client = web.WebSocketResponse(
+            protocols=protocols,
+            compress=True,  # accepted when the client offers it: negotiated per leg
+            autoclose=False,
+            autoping=False,
+            max_msg_size=settings.max_body_bytes,
+            timeout=_CLOSE_WAIT,
+            decode_text=False,
+        )
+        try:
+            await client.prepare(request)
+        except (ConnectionError, web.HTTPException):
+            await upstream.close(code=1001)
+            return client
+        connection = Connection(self, route, request, client, upstream)
+        self.connections.add(connection)
+        self.stats.websocket_opened()
+        closed_by: ClosedBy = "error"
+        try:
+            closed_by = await connection.run()
+        finally:
+            self.connections.discard(connection)
+            self.stats.websocket_closed(connection.closed_by or closed_by)
+        return client
+
+    async def _open_upstream(
+        self, request: web.Request, route: Route
+    ) -> ClientWebSocketResponse[Literal[False]] | web.StreamResponse:
+        """The upstream's WebSocket, or the answer the client gets instead."""
+        headers = request.headers
+        timeouts = self.settings.timeouts
+        deadline = asyncio.timeout(timeouts.response_headers)
+        try:
+            async with deadline:
+                return await self.session.ws_connect(
+                    websocket_url(route),
+                    headers=upstream_headers(headers),
+                    protocols=offered_protocols(headers),
+                    compress=15 if offers_deflate(headers) else 0,
+                    autoclose=False,
+                    autoping=False,
+                    max_msg_size=0,  # the upstream's messages are relayed whatever their size
+                    timeout=ClientWSTimeout(ws_receive=None, ws_close=_CLOSE_WAIT),
+                    decode_text=False,
+                )
+        except Refused as refused:
+            return self._refused(route, refused)
+        except WSServerHandshakeError as exc:  # 101, but not a WebSocket handshake
+            self.stats.record_upstream_error("reset")
+            why = f"the {route.upstream.name} upstream's WebSocket handshake was invalid"
+            return error_response(route, 502, f"{why} ({exc.message})")
+        except TimeoutError as exc:
+            failure: BaseException = HeadersTimeout() if deadline.expired() else exc
+            return self._failed(route, failure)
+        except (ClientError, OSError) as exc:
+            return self._failed(route, exc)
+
+    def _failed(self, route: Route, exc: BaseException) -> web.Response:
+        translated = translate(exc, route.upstream.name, self.settings.timeouts)
+        self.stats.record_upstream_error(translated.kind)
+        return error_response(route, translated.status, translated.message)
+
+    def _refused(self, route: Route, refused: Refused) -> web.StreamResponse:
+        status = refused.status
+        if status in _RELAYED_REFUSALS or status >= 500:
+            response = web.Response(status=status, body=refused.body)
+            response.headers.extend(refused.headers)
+            drop_hop_by_hop(response.headers, HOP_BY_HOP | {"content-length"})
+            return response
+        return upgrade_required(
+            route,
+            f"the {route.upstream.name} upstream does not accept a WebSocket here"
+            f" (it answered {status}); use HTTP",
+        )
+
+    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run a close the relay owns (awaited by `wait_closed`), not fire-and-forget."""
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def drain(self) -> None:
+        """Shutdown began: each connection closes once its response in flight has finished."""
+        for connection in list(self.connections):
+            connection.drain()
+
+    async def wait_closed(self) -> None:
+        """The closes the relay started, done (at cleanup)."""
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=_CLOSE_WAIT)
