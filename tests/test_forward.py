@@ -11,6 +11,7 @@ import json
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import aiohttp
 import pytest
@@ -22,6 +23,7 @@ from proxy_harness import (
     COMPACT_SCHEMA,
     GZIPPED,
     KEY,
+    SCHEMA,
     FakeUpstream,
     Proxy,
     assert_components_agree,
@@ -73,6 +75,64 @@ async def test_request_is_compacted_and_every_byte_outside_the_tools_value_is_id
     assert component["tokens_saved"] > 0
     assert snapshot["requests"]["bytes_received"] == len(body)
     assert snapshot["requests"]["bytes_forwarded"] == len(received.body)
+
+
+def tool_search_body() -> dict[str, Any]:
+    """A Claude Code turn with tool search on: a ToolSearch tool, a found tool sent deferred,
+    and the search's result as tool_reference blocks in the transcript."""
+    deferred = {"name": "mcp__notes__add", "input_schema": SCHEMA, "defer_loading": True}
+    search = {
+        "name": "ToolSearch",
+        "description": "Find tools by keyword.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"query": {"type": "string"}, "max_results": {"type": "integer"}},
+            "required": ["query"],
+        },
+    }
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": [{"type": "tool_reference", "tool_name": "mcp__notes__add"}],
+    }
+    return {
+        **ANTHROPIC,
+        "tools": [search, deferred],
+        "messages": [
+            {"role": "user", "content": "add a note"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": {}}
+                ],
+            },
+            {"role": "user", "content": [result]},
+        ],
+    }
+
+
+@pytest.mark.parametrize("path", ["/v1/messages?beta=true", "/v1/messages/count_tokens?beta=true"])
+async def test_tool_search_requests_keep_their_beta_header_and_tool_references_untouched(
+    path: str, upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    server = await proxy()
+    body = dumps(tool_search_body())
+    beta = "claude-code-20250219,advanced-tool-use-2025-11-20"
+    headers = {"x-api-key": KEY, "anthropic-beta": beta, "anthropic-version": "2023-06-01"}
+    async with client.post(server.make_url(path), data=body, headers=headers) as response:
+        assert response.status == 200
+    [received] = upstream.received
+    assert received.target == "/a" + path  # count_tokens goes to Anthropic's own endpoint
+    assert received.headers["anthropic-beta"] == beta
+    start, end = tools_span(body)
+    new_start, new_end = tools_span(received.body)
+    # The transcript (tool_use, tool_reference blocks) is byte-identical; the catalogue is
+    # compacted as for any request, so count_tokens counts what the request will carry.
+    assert received.body[new_end:] == body[end:]
+    assert received.body[:new_start] == body[:start]
+    tools = json.loads(received.body[new_start:new_end])
+    assert tools[1]["defer_loading"] is True and tools[1]["input_schema"] == COMPACT_SCHEMA
+    assert [t["name"] for t in tools] == ["ToolSearch", "mcp__notes__add"]
 
 
 @pytest.mark.parametrize(

@@ -88,9 +88,17 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
         ("by_api", "api", "toolslim_requests_by_api_total"),
         ("by_status", "status_class", "toolslim_requests_by_status_total"),
         ("upstream_errors", "kind", "toolslim_upstream_errors_total"),
+        ("by_transport", "transport", "toolslim_requests_by_transport_total"),
     ):
         for value_name, value in req[key].items():
             put(f"requests.{key}.{value_name}", one(name, **{label: value_name}), value)
+    websockets = snap["websockets"]
+    put("websockets.active", one("toolslim_websockets_active"), websockets["active"])
+    put("websockets.total", one("toolslim_websockets_total"), websockets["total"])
+    put("websockets.refused", one("toolslim_websockets_refused_total"), websockets["refused"])
+    for closer, value in websockets["closed_by"].items():
+        sample = one("toolslim_websockets_closed_total", closed_by=closer)
+        put(f"websockets.closed_by.{closer}", sample, value)
     put(
         "requests.bytes_received",
         one("toolslim_request_received_bytes_total"),
@@ -261,6 +269,8 @@ def test_labels_are_the_bounded_documented_sets() -> None:
         "keyword",
         "stage",
         "le",
+        "transport",
+        "closed_by",
     }
     assert set().union(*labels.values()) <= allowed
     assert labels["toolslim_component_runs"] == {"component", "outcome"}

@@ -330,6 +330,8 @@ DYNAMIC = {
     "requests.by_api": "<api>",
     "requests.by_status": "<class>",
     "requests.upstream_errors": "<kind>",
+    "requests.by_transport": "<transport>",
+    "websockets.closed_by": "<kind>",
     "components": "<component>",
     "components.<component>.skip_reasons": "<reason>",
     "components.<component>.removed": "<keyword>",
