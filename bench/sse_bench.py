@@ -22,7 +22,8 @@ from collections.abc import Callable
 
 import orjson
 
-from toolslim.sse import Usage, UsageObserver
+from toolslim.sse import UsageObserver
+from toolslim.usage import Usage
 
 SSE = "text/event-stream"
 WORDS = "the parser test passes now so we can run the linter and commit the refactor".split()
@@ -90,8 +91,8 @@ def baseline(api: str, chunks: list[bytes]) -> object:
 
 
 def reference(api: str, chunks: list[bytes]) -> Usage | None:
-    observer = UsageObserver(api, SSE, None, batch=0)  # each read looked at on its own
-    observer._held = None  # every byte through SSEDecoder, as before the fast path
+    # Each read looked at on its own, every byte through SSEDecoder, as before the fast path.
+    observer = UsageObserver(api, SSE, None, batch=0, skim=False)
     for chunk in chunks:
         observer.feed(chunk)
     return observer.finish()
@@ -107,7 +108,7 @@ def fast(api: str, chunks: list[bytes]) -> Usage | None:
 def per_stream(
     fn: Callable[[str, list[bytes]], object], api: str, chunks: list[bytes], rounds: int
 ) -> float:
-    """Median µs per stream over 7 batches of `rounds` streams."""
+    """Median microseconds per stream over 7 batches of `rounds` streams."""
     samples = []
     for _ in range(7):
         start = time.perf_counter()

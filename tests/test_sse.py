@@ -15,7 +15,8 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolslim.sse import API_NAMES, Event, SSEDecoder, Usage, UsageObserver
+from toolslim.sse import MAX_DECODED, Event, SSEDecoder, UsageObserver
+from toolslim.usage import API_NAMES, Usage
 
 SSE = "text/event-stream"
 JSON = "application/json"
@@ -155,10 +156,13 @@ def observe(
     content_encoding: str | None = None,
     max_buffer: int = 8 * 1024 * 1024,
     batch: int = 0,
+    max_decoded: int = MAX_DECODED,
 ) -> Usage | None:
     """Usage as the observer reads `chunks`, looking at each read on its own by default: the
     path that has to get every boundary between reads right (the proxy batches reads)."""
-    observer = UsageObserver(api, content_type, content_encoding, max_buffer, batch)
+    observer = UsageObserver(
+        api, content_type, content_encoding, max_buffer, batch, max_decoded=max_decoded
+    )
     for chunk in chunks:
         observer.feed(chunk)
     return observer.finish()
@@ -262,6 +266,11 @@ def test_a_field_without_a_colon_has_an_empty_value() -> None:
 
 def test_a_leading_bom_is_dropped_even_when_split() -> None:
     assert decode([b"\xef", b"\xbb", b"\xbfdata: x\n\n"]) == [Event("message", "x")]
+
+
+def test_a_decoder_that_starts_mid_stream_keeps_a_bom() -> None:
+    decoder = SSEDecoder(at_start=False)
+    assert decoder.feed(b"\xef\xbb\xbfdata: x\n\ndata: y\n\n") == [Event("message", "y")]
 
 
 def test_only_the_first_bom_is_dropped() -> None:
@@ -422,8 +431,7 @@ def reference(
     api: str, chunks: list[bytes], content_encoding: str | None = None, max_buffer: int = 1 << 23
 ) -> Usage | None:
     """The observer as it was: every byte goes through SSEDecoder, every event is looked at."""
-    observer = UsageObserver(api, SSE, content_encoding, max_buffer, batch=0)
-    observer._held = None  # the mode it otherwise enters only when an event outgrows max_buffer
+    observer = UsageObserver(api, SSE, content_encoding, max_buffer, batch=0, skim=False)
     for chunk in chunks:
         observer.feed(chunk)
     return observer.finish()
@@ -601,10 +609,10 @@ def test_batched_reads_give_the_same_usage_as_each_read_on_its_own(name: str, ba
 def test_reads_are_collected_until_a_batch_is_full_then_looked_at() -> None:
     observer = UsageObserver("anthropic", SSE, None, batch=100)
     observer.feed(b"x" * 60)
-    assert observer._pending_size == 60  # not looked at yet
+    assert observer.pending == 60  # not looked at yet
     observer.feed(b"x" * 60)
-    assert observer._pending == [] and observer._pending_size == 0  # past the batch: let go
-    assert observer._held is not None and len(observer._held) == 120  # looked at, not dropped
+    assert observer.pending == 0  # past the batch: let go
+    assert observer.buffered == 120  # looked at, held until its event ends, not dropped
 
 
 @pytest.mark.parametrize(
@@ -807,6 +815,31 @@ def test_bytes_that_do_not_decode_are_unavailable(encoding: str) -> None:
 def test_a_corrupt_tail_after_good_usage_is_unavailable() -> None:
     encoded = gzip.compress(ANTHROPIC_STREAM)
     assert observe("anthropic", [encoded, b"junk that is not gzip"], SSE, "gzip") is None
+
+
+def test_a_coded_response_that_inflates_past_max_decoded_is_unavailable() -> None:
+    stream, usage = STREAMS["anthropic"]
+    encoded = gzip.compress(stream)
+    assert observe("anthropic", [encoded], SSE, "gzip", max_decoded=len(stream)) == usage
+    assert observe("anthropic", [encoded], SSE, "gzip", max_decoded=len(stream) - 1) is None
+
+
+@pytest.mark.parametrize("content_type", [SSE, JSON])
+def test_a_small_gzip_answer_of_a_gibibyte_of_spaces_is_given_up_past_the_bound(
+    content_type: str,
+) -> None:
+    # 1024 members of 1 MiB of spaces each: about 1 MB on the wire, 1 GiB decoded.
+    member = gzip.compress(b" " * (1 << 20), mtime=0)
+    observer = UsageObserver("anthropic", content_type, "gzip")
+    for _ in range(1024):
+        observer.feed(member)
+    assert observer.finish() is None
+    assert observer.buffered == 0
+
+
+def test_max_decoded_bounds_the_decoded_bytes_not_the_bytes_relayed() -> None:
+    stream, usage = STREAMS["openai-chat"]
+    assert observe("openai-chat", [stream], max_decoded=0) == usage
 
 
 # --- UsageObserver: never raises ----------------------------------------------------------------

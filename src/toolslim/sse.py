@@ -1,32 +1,25 @@
-"""Incremental Server-Sent Events decoding and token-usage extraction from response bytes.
+"""PURE. Server-Sent Events: an incremental, chunk-split-safe decoder, and the observer that
+reads token usage from a copy of a response's bytes (SSE events or one JSON body).
 
-PURE: stdlib and orjson only (brotli and zstandard are imported lazily, when a response uses
-them); never imports aiohttp or prometheus_client. It observes a copy and never alters bytes.
+Stdlib, orjson and the codings and usage rooms only; never imports aiohttp or prometheus_client.
+The observer sees a copy and never alters or delays the bytes relayed. Usage is re-exported for
+the rooms that imported it from here before the usage room existed.
 """
 
 from __future__ import annotations
 
 import codecs
-import importlib
 import re
-import zlib
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
-__all__ = ["API_NAMES", "Event", "SSEDecoder", "Usage", "UsageObserver"]
+from toolslim import codings
+from toolslim.catalog import Api
+from toolslim.usage import Usage, UsageReader
 
-
-@dataclass(slots=True)  # one per response: not frozen, see pipeline.RunReport
-class Usage:
-    """Token usage one upstream response reported, normalised across providers."""
-
-    input_tokens: int = 0  # plain (uncached) input tokens billed at full price
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
+__all__ = ["MAX_DECODED", "Event", "SSEDecoder", "Usage", "UsageObserver"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +31,7 @@ class Event:
     id: str = ""
 
 
-# WHATWG HTML §9.2.6: a line ends at CRLF, a lone LF or a lone CR, and nothing else
-# (str.splitlines would also split on U+2028, form feeds and friends).
+# WHATWG HTML §9.2.6: only CRLF, LF and CR end a line (str.splitlines also splits on U+2028).
 _LINE_BREAK: Final = re.compile(r"\r\n|\r|\n")
 
 
@@ -61,14 +53,14 @@ class SSEDecoder:
         "_text",
     )
 
-    def __init__(self) -> None:
-        # utf-8-sig drops one leading BOM even when its bytes arrive split; "replace" is the
-        # WHATWG "UTF-8 decode" the spec asks for.
-        self._text = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
-        self._pending: list[str] = []  # pieces of a line whose end has not arrived yet
-        self._after_cr = (
-            False  # the last break seen was a CR: an LF right after it is the same break
-        )
+    def __init__(self, at_start: bool = True) -> None:
+        """`at_start` False: the bytes begin after the stream's first byte (at an event
+        boundary), where a BOM is no longer dropped."""
+        # utf-8-sig drops one leading BOM even split; "replace" is WHATWG's "UTF-8 decode".
+        codec = "utf-8-sig" if at_start else "utf-8"
+        self._text = codecs.getincrementaldecoder(codec)(errors="replace")
+        self._pending: list[str] = []
+        self._after_cr = False  # a CR ended the last line: an LF right after it is that break
         self._event = ""
         self._data: list[str] = []
         self._last_id = ""
@@ -119,7 +111,7 @@ class SSEDecoder:
                 continue
             field, _, value = line.partition(":")
             if not field:
-                continue  # a comment line
+                continue
             if value[:1] == " ":
                 value = value[1:]
             if field == "data":
@@ -133,240 +125,22 @@ class SSEDecoder:
         return events
 
 
-class _Gzip:
-    """gzip, member after member: RFC 1952 §2.2 lets a body hold several."""
-
-    __slots__ = ("_z",)
-
-    def __init__(self) -> None:
-        self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-
-    def __call__(self, data: bytes) -> bytes:
-        out: list[bytes] = []
-        while data:
-            if self._z.eof:
-                self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            out.append(self._z.decompress(data))
-            data = self._z.unused_data
-        return b"".join(out)
-
-
-class _Deflate:
-    """HTTP deflate should be zlib-wrapped (RFC 9110 §8.4.1.2), but some servers send it raw."""
-
-    __slots__ = ("_head", "_z")
-
-    def __init__(self) -> None:
-        self._head = b""
-        self._z: Any = None
-
-    def __call__(self, data: bytes) -> bytes:
-        if self._z is None:
-            self._head += data
-            if len(self._head) < 2:
-                return b""
-            data, self._head = self._head, b""
-            cmf, flg = data[0], data[1]
-            wrapped = cmf & 0x0F == 8 and cmf >> 4 <= 7 and (cmf << 8 | flg) % 31 == 0
-            self._z = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
-        out: bytes = self._z.decompress(data)
-        return out
-
-
-def _brotli() -> Callable[[bytes], bytes]:
-    decompressor = importlib.import_module("brotli").Decompressor()
-    process: Callable[[bytes], bytes] = decompressor.process
-    return process
-
-
-def _zstd() -> Callable[[bytes], bytes]:
-    dctx = importlib.import_module("zstandard").ZstdDecompressor()
-    try:
-        obj = dctx.decompressobj(read_across_frames=True)
-    except TypeError:  # zstandard < 0.22 reads one frame only
-        obj = dctx.decompressobj()
-    decompress: Callable[[bytes], bytes] = obj.decompress
-    return decompress
-
-
-# Content-Encoding token -> factory of an incremental decoder. "identity" decodes to itself.
-DECODERS: Final[Mapping[str, Callable[[], Callable[[bytes], bytes]]]] = {
-    "br": _brotli,
-    "deflate": _Deflate,
-    "gzip": _Gzip,
-    "x-gzip": _Gzip,
-    "zstd": _zstd,
-}
-
-
-def _decoders(content_encoding: str | None) -> list[Callable[[bytes], bytes]]:
-    """Decoders to apply in order; codings are listed in the order they were applied."""
-    codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
-    return [DECODERS[c]() for c in reversed(codings) if c and c != "identity"]
-
-
-def _count(usage: Mapping[str, Any], key: str, inner: str | None = None) -> int:
-    """The count at usage[key] (or usage[key][inner]): missing or null is 0; anything but a
-    non-negative int is junk."""
-    value = usage.get(key)
-    if inner is not None and value is not None:
-        if not isinstance(value, dict):  # parsed JSON: an object is a dict (and no ABC check)
-            raise ValueError(f"{key} is not an object")
-        value = value.get(inner)
-    if type(value) is int and value >= 0:
-        return value
-    if value is None:
-        return 0
-    raise ValueError(f"{key} is {value!r}, not a token count")
-
-
-def _minus(total: int, part: int) -> int:
-    if part > total:
-        raise ValueError(f"cached tokens {part} exceed the input tokens {total}")
-    return total - part
-
-
-def _read_anthropic(usage: Mapping[str, Any]) -> Usage:
-    # Anthropic's input_tokens already excludes cache reads and writes.
-    return Usage(
-        input_tokens=_count(usage, "input_tokens"),
-        output_tokens=_count(usage, "output_tokens"),
-        cache_read_input_tokens=_count(usage, "cache_read_input_tokens"),
-        cache_creation_input_tokens=_count(usage, "cache_creation_input_tokens"),
-    )
-
-
-def _read_openai_chat(usage: Mapping[str, Any]) -> Usage:
-    cached = _count(usage, "prompt_tokens_details", "cached_tokens")
-    return Usage(
-        input_tokens=_minus(_count(usage, "prompt_tokens"), cached),
-        output_tokens=_count(usage, "completion_tokens"),
-        cache_read_input_tokens=cached,
-    )
-
-
-def _read_openai_responses(usage: Mapping[str, Any]) -> Usage:
-    cached = _count(usage, "input_tokens_details", "cached_tokens")
-    return Usage(
-        input_tokens=_minus(_count(usage, "input_tokens"), cached),
-        output_tokens=_count(usage, "output_tokens"),
-        cache_read_input_tokens=cached,
-    )
-
-
-def _read_gemini(usage: Mapping[str, Any]) -> Usage:
-    cached = _count(usage, "cachedContentTokenCount")
-    return Usage(
-        input_tokens=_minus(_count(usage, "promptTokenCount"), cached),
-        output_tokens=_count(usage, "candidatesTokenCount") + _count(usage, "thoughtsTokenCount"),
-        cache_read_input_tokens=cached,
-    )
-
-
-Found = tuple[Mapping[str, Any], bool]  # (the usage object, whether it is the final word)
-
-
-def _object(value: Any) -> Mapping[str, Any] | None:
-    return value if isinstance(value, dict) else None
-
-
-def _find_anthropic(obj: Mapping[str, Any]) -> Found | None:
-    kind = obj.get("type")
-    if kind == "message_start":
-        # Provisional: output_tokens is a placeholder until message_delta brings the count.
-        usage = _object((_object(obj.get("message")) or {}).get("usage"))
-        return None if usage is None else (usage, False)
-    if kind in ("message", "message_delta"):
-        usage = _object(obj.get("usage"))
-        return None if usage is None else (usage, True)
-    return None
-
-
-def _find_openai_chat(obj: Mapping[str, Any]) -> Found | None:
-    usage = _object(obj.get("usage"))
-    if usage is None or ("prompt_tokens" not in usage and "completion_tokens" not in usage):
-        return None
-    return usage, True
-
-
-_RESPONSES_FINAL: Final = frozenset(
-    {"response.completed", "response.failed", "response.incomplete"}
-)
-
-
-def _find_openai_responses(obj: Mapping[str, Any]) -> Found | None:
-    if obj.get("type") in _RESPONSES_FINAL:
-        response = _object(obj.get("response"))
-    else:
-        response = obj if obj.get("object") == "response" else None
-    usage = _object(response.get("usage")) if response is not None else None
-    return None if usage is None else (usage, True)
-
-
-def _find_gemini(obj: Mapping[str, Any]) -> Found | None:
-    usage = _object(obj.get("usageMetadata"))
-    return None if usage is None else (usage, True)
-
-
-@dataclass(frozen=True, slots=True)
-class _Provider:
-    """How one API reports usage: the key that betrays it, where it sits, how to read it."""
-
-    name: str
-    key: str  # quoted JSON key that a payload carrying usage must contain
-    find: Callable[[Mapping[str, Any]], Found | None]
-    merge: bool  # later reports override field by field (else a later report replaces)
-    read: Callable[[Mapping[str, Any]], Usage]
-
-
-_ANTHROPIC = _Provider("anthropic", '"usage"', _find_anthropic, True, _read_anthropic)
-_GEMINI = _Provider("gemini", '"usageMetadata"', _find_gemini, False, _read_gemini)
-_OPENAI_CHAT = _Provider("openai-chat", '"usage"', _find_openai_chat, False, _read_openai_chat)
-_OPENAI_RESPONSES = _Provider(
-    "openai-responses", '"usage"', _find_openai_responses, False, _read_openai_responses
-)
-
-# api -> providers whose shapes to look for. Their shapes do not collide, so "other" tries all.
-PROVIDERS: Final[Mapping[str, tuple[_Provider, ...]]] = {
-    "anthropic": (_ANTHROPIC,),
-    "gemini": (_GEMINI,),
-    "openai-chat": (_OPENAI_CHAT,),
-    "openai-responses": (_OPENAI_RESPONSES,),
-    "other": (_ANTHROPIC, _GEMINI, _OPENAI_CHAT, _OPENAI_RESPONSES),
-}
-API_NAMES: Final = tuple(sorted(PROVIDERS))
-
-
-def _mentions(data: str, key: str) -> bool:
-    """Whether `key` occurs with a non-null value: a cheap test before parsing a payload.
-
-    OpenAI chat streams say `"usage":null` in every chunk but the last, so skip those.
-    """
-    start = data.find(key)
-    while start >= 0:
-        end = start + len(key)
-        if not data[end : end + 16].lstrip(" \t\r\n:").startswith("null"):
-            return True
-        start = data.find(key, end)
-    return False
-
-
 def _mention(
     data: bytes | bytearray, needle: bytes, tails: tuple[bytes, ...] | None, start: int, end: int
 ) -> int:
     """Where in data[start:end] raw event bytes may hold a usage key with a non-null value, or -1.
 
     The key is `needle`, or (when tails are given, for several keys sharing that head) `needle`
-    and one of `tails`. Only a superset test of `_mentions` over each event's data: a key the
-    decoded data holds is in the bytes too, and "null" is trusted only on the key's own line
-    (between lines the text would gain a "\n" and lose the next line's "data:" prefix).
+    and one of `tails`. Only a superset of the test UsageReader.feed makes on each event's data:
+    a key the decoded data holds is in the bytes too, and "null" is trusted only on the key's
+    own line (between lines the text would gain a "\n" and lose the next line's "data:" prefix).
     """
     at = data.find(needle, start, end)
     while at >= 0:
         after = at + len(needle)
         if tails is not None:
             tail = next((tail for tail in tails if data.startswith(tail, after)), None)
-            if tail is None:  # some other key that starts the same way
+            if tail is None:
                 at = data.find(needle, after, end)
                 continue
             after += len(tail)
@@ -380,38 +154,13 @@ def _mention(
     return -1
 
 
-_UTF8 = codecs.getincrementaldecoder("utf-8")
-
-
-def _mid_stream_decoder() -> SSEDecoder:
-    """A decoder for bytes that start at an event boundary after the stream's first byte."""
-    decoder = SSEDecoder()
-    decoder._text = _UTF8(errors="replace")  # a BOM is only dropped at the very start
-    return decoder
-
-
-Needle = tuple[bytes, tuple[bytes, ...] | None]  # what _mention searches for
-
-
-def _keys(providers: tuple[_Provider, ...]) -> tuple[tuple[str, ...], Needle]:
-    """The JSON keys that betray usage, and the one needle that finds them all in bytes."""
-    keys = tuple(dict.fromkeys(p.key for p in providers))
-    if len(keys) == 1:
-        return keys, (keys[0].encode(), None)
-    head = keys[0]  # their common head: '"usage' for '"usage"' and '"usageMetadata"'
-    while not all(key.startswith(head) for key in keys):
-        head = head[:-1]
-    if not head:  # _mention would then find an empty needle everywhere, for ever
-        raise ValueError(f"usage keys {keys} share no first character")
-    return keys, (head.encode(), tuple(key[len(head) :].encode() for key in keys))
-
-
-# api -> (JSON keys that betray usage, the needle that finds them in bytes), worked out once.
-KEYS: Final = {api: _keys(providers) for api, providers in PROVIDERS.items()}
-
 _JSON_START: Final = frozenset(b"{[")
 _BOM: Final = b"\xef\xbb\xbf"
 _WHITESPACE: Final = b" \t\r\n"
+
+# Decoded bytes the observer inflates from one coded response before it gives up: a small
+# compressed answer can expand without end, and the observer runs on the event loop.
+MAX_DECODED: Final = 64 * 1024 * 1024
 
 
 class UsageObserver:
@@ -421,14 +170,17 @@ class UsageObserver:
     bytes may carry usage are read (straight from their bytes, or through SSEDecoder when
     their line breaks or bytes need it) and parsed; any other body is buffered up
     to `max_buffer` decoded bytes and parsed as JSON (an object, or an array of them as Gemini
-    streams without alt=sse). Any surprise (unknown Content-Encoding, bad compression, junk
-    counts, too many bytes) makes finish() return None.
+    streams without alt=sse). Any surprise (unknown Content-Encoding, bad compression, more
+    than `max_decoded` bytes decoded, junk counts, too many bytes) makes finish() return None.
 
     Chunks are only collected as they pass, and looked at `batch` bytes at a time (and at
     finish()): a streamed answer arrives in dozens of small reads, and searching each one cost
     more than all the proxy's other per-chunk work. Looking at the bytes joined gives the
     same usage as looking at them read by read, unless an event outgrows `max_buffer` (then
     either may give up where the other does not).
+
+    `skim=False` sends every byte of a stream through SSEDecoder and looks at every event: the
+    plain reading that the byte search must agree with.
     """
 
     __slots__ = (
@@ -437,19 +189,17 @@ class UsageObserver:
         "_batch",
         "_body",
         "_body_size",
-        "_decoders",
+        "_decoded",
+        "_decoder",
         "_events",
-        "_final",
         "_finished",
         "_held",
-        "_keys",
         "_max_buffer",
+        "_max_decoded",
         "_needle",
         "_pending",
         "_pending_size",
-        "_provider",
-        "_providers",
-        "_raw",
+        "_reader",
         "_result",
         "_started",
         "_stream",
@@ -457,44 +207,58 @@ class UsageObserver:
 
     def __init__(
         self,
-        api: str,
+        api: Api,
         content_type: str | None,
         content_encoding: str | None,
         max_buffer: int = 8 * 1024 * 1024,
         batch: int = 64 * 1024,
+        *,
+        skim: bool = True,
+        max_decoded: int = MAX_DECODED,
     ) -> None:
-        api = api if api in PROVIDERS else "other"
-        self._providers = PROVIDERS[api]
-        self._keys, self._needle = KEYS[api]
+        self._reader = UsageReader(api)
+        self._needle = self._reader.needle
         self._max_buffer = max_buffer
+        self._max_decoded = max_decoded
         self._batch = batch
-        self._pending: list[bytes] = []  # chunks collected since they were last looked at
+        self._pending: list[bytes] = []
         self._pending_size = 0
         media_type = (content_type or "").partition(";")[0].strip().lower()
         self._stream = media_type == "text/event-stream"
-        # SSE: the bytes since the last event boundary found. None for a JSON body, and once
-        # every byte goes to the decoder.
-        self._held: bytearray | None = bytearray() if self._stream else None
-        self._events: SSEDecoder | None = None  # made when the first event needs decoding
+        # SSE: the bytes since the last event boundary found. None for a JSON body, without
+        # skim, and once every byte goes to the decoder.
+        self._held: bytearray | None = bytearray() if self._stream and skim else None
+        self._events: SSEDecoder | None = None
         self._at_start = True  # no bytes skipped yet: the decoder must drop a leading BOM
         self._body: list[bytes] = []
         self._body_size = 0
-        self._started = False  # seen the first non-blank byte of a JSON body
-        self._provider: _Provider | None = None
-        self._raw: dict[str, Any] = {}
-        self._final = False
+        self._started = False
         self._finished = False
         self._result: Usage | None = None
         self._available = True
-        try:
-            self._decoders = _decoders(content_encoding) if content_encoding else []
-        except Exception:  # unknown coding, or its library is not installed
-            self._decoders = []
-            self._available = False
+        self._decoded = 0
+        self._decoder: codings.Decoder | None = None
+        if content_encoding:
+            try:
+                self._decoder = codings.decoder(content_encoding)
+            except codings.Unsupported:
+                self._available = False
+
+    @property
+    def pending(self) -> int:
+        """Bytes collected and not looked at yet (at most `batch`)."""
+        return self._pending_size
+
+    @property
+    def buffered(self) -> int:
+        """Decoded bytes held for the unfinished event or the JSON body, so callers can see
+        memory stay bounded (characters, for an event inside SSEDecoder)."""
+        events = self._events.buffered if self._events is not None else 0
+        return len(self._held or b"") + events + self._body_size
 
     def feed(self, chunk: bytes) -> None:
         """Observe the next chunk of the body exactly as it travels. Never raises."""
-        if not self._available:  # also once finished: finish() drops everything
+        if not self._available:
             return
         self._pending.append(chunk)
         self._pending_size += len(chunk)
@@ -516,14 +280,15 @@ class UsageObserver:
     def _look(self) -> None:
         """Look at the chunks collected so far, as one."""
         pending = self._pending
-        if not pending:  # also once unavailable: _drop() empties it and feed() stops adding
+        if not pending:
             return
         data = pending[0] if len(pending) == 1 else b"".join(pending)
         self._pending = []
         self._pending_size = 0
         try:
-            for decode in self._decoders:
-                data = decode(data)
+            if self._decoder is not None:
+                data = self._decoder.decode(data, self._max_decoded - self._decoded)
+                self._decoded += len(data)
             if not data:
                 return
             if self._held is not None:
@@ -551,14 +316,15 @@ class UsageObserver:
         self._body.append(data)
 
     def _feed_events(self, data: bytes) -> None:
-        """The exact path: decode every byte given, parse the payloads that carry usage."""
+        """The exact path: decode every byte given, read the payloads that carry usage."""
         events = self._events
         if events is None:
-            events = self._events = SSEDecoder() if self._at_start else _mid_stream_decoder()
+            events = self._events = SSEDecoder(self._at_start)
         self._at_start = False
+        reader = self._reader
         for event in events.feed(data):
-            self._observe_data(event.data)
-        if events.buffered > self._max_buffer:
+            reader.feed(event.data)
+        if not reader.available or events.buffered > self._max_buffer:
             self._drop()
 
     def _feed_boundaries(self, held: bytearray, data: bytes) -> None:
@@ -585,7 +351,7 @@ class UsageObserver:
         if end >= 0:
             cut = end + 2
             if cut < size and buf[cut] == 10 and buf[end + 1] == 13:
-                cut += 1  # the LF of that last CRLF
+                cut += 1
             self._feed_usage_events(buf, cut)
             if not self._available:
                 return
@@ -633,17 +399,16 @@ class UsageObserver:
         to orjson as it lies, with no line splitting and no str in between. Anything else (more
         data lines, a leading BOM, bytes that are not UTF-8) goes through the decoder.
         """
-        line = buf.rfind(b"\n", 0, at) + 1  # where the mention's line starts
+        line = buf.rfind(b"\n", 0, at) + 1
         eol = buf.find(b"\n", at, cut)  # and ends: `cut` ends a blank line, so it is found
-        # The event ends at the first blank line: most often right after this line.
         end = eol + 2 if buf[eol + 1] == 10 else buf.find(b"\n\n", eol, cut) + 2
-        start = buf.rfind(b"\n\n", 0, line) + 2  # 1: no boundary before it
-        start = start if start > 1 else 0
+        start = buf.rfind(b"\n\n", 0, line)
+        start = start + 2 if start >= 0 else 0
         if (
             (start == 0 and self._at_start and buf.startswith(_BOM))
             or not buf.startswith(b"data:", line)
-            or (end != eol + 2 and buf.find(b"\ndata", eol, end) >= 0)  # a data line after it
-            or (line > start and buf.find(b"data", start, line - 1) >= 0)  # or maybe before
+            or (end != eol + 2 and buf.find(b"\ndata", eol, end) >= 0)
+            or (line > start and buf.find(b"data", start, line - 1) >= 0)
         ):
             self._decode(buf, start, end)
         else:
@@ -653,55 +418,29 @@ class UsageObserver:
             except orjson.JSONDecodeError:  # maybe not UTF-8, where the decoder reads U+FFFD
                 self._decode(buf, start, end)
             else:
-                self._observe(obj)
+                self._reader.observe(obj)
         return end
 
     def _decode(self, buf: bytes | bytearray, start: int, end: int) -> None:
-        """Observe the events in buf[start:end] through the decoder: the exact, slower way."""
+        """Observe the events in buf[start:end] through the decoder: the exact, slower way
+        (which drops a BOM only where the stream starts)."""
         if start:
-            self._at_start = False  # only the stream's very first byte may start a BOM
+            self._at_start = False
         self._feed_events(bytes(buf[start:end]))
-
-    def _observe_data(self, data: str) -> None:
-        """Parse one event's data if it carries usage (a cheap test before the parse)."""
-        for key in self._keys:
-            if _mentions(data, key):
-                self._observe(orjson.loads(data))
-                return
 
     def _conclude(self) -> Usage | None:
         if not self._available:
             return None
         if not self._stream and self._body:
-            value = orjson.loads(b"".join(self._body))
-            for obj in value if isinstance(value, list) else [value]:
-                self._observe(obj)
-        if self._provider is None or not self._final:
-            return None
-        return self._provider.read(self._raw)
-
-    def _observe(self, obj: Any) -> None:
-        if not isinstance(obj, dict):
-            return
-        for provider in self._providers:
-            found = provider.find(obj)
-            if found is None:
-                continue
-            usage, self._final = found
-            if provider.merge and provider is self._provider:
-                raw = self._raw
-                for name, value in usage.items():
-                    if value is not None:
-                        raw[name] = value
-            else:
-                self._provider, self._raw = provider, dict(usage)
-            return
+            self._reader.feed_body(b"".join(self._body))
+        return self._reader.finish()
 
     def _drop(self) -> None:
         """Stop observing and let go of everything held."""
         self._available = False
         self._pending = []
         self._body = []
+        self._body_size = 0
         self._held = None
         self._events = None
-        self._decoders = []
+        self._decoder = None
