@@ -10,7 +10,22 @@ import pytest
 
 from child import python_output
 
-PURE = ["schema", "catalog", "envelope", "pipeline", "stats", "sse", "compact", "tokens"]
+PURE = [
+    "catalog",
+    "codings",
+    "compact",
+    "envelope",
+    "errors",
+    "exchange",
+    "pipeline",
+    "routing",
+    "schema",
+    "sse",
+    "stats",
+    "tokens",
+    "transform",
+    "usage",
+]
 
 BLOCKED_IMPORT = """
 import sys

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from toolslim.pipeline import ComponentRun, RunReport, skipped_report
-from toolslim.sse import Usage
 from toolslim.stats import Histogram, Stats
+from toolslim.usage import Usage
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "stats.md"
 

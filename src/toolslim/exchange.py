@@ -17,9 +17,9 @@ from typing import Final, Literal
 from toolslim import logs, tokens
 from toolslim.pipeline import ComponentRun, RunReport, cached_tokens, count_tokens
 from toolslim.routing import Route
-from toolslim.sse import Usage, UsageObserver
+from toolslim.sse import UsageObserver
 from toolslim.stats import Stats
-from toolslim.usage import UsageReader
+from toolslim.usage import Usage, UsageReader
 
 log = logging.getLogger("toolslim.app")
 

@@ -2,8 +2,7 @@
 reads token usage from a copy of a response's bytes (SSE events or one JSON body).
 
 Stdlib, orjson and the codings and usage rooms only; never imports aiohttp or prometheus_client.
-The observer sees a copy and never alters or delays the bytes relayed. Usage is re-exported for
-the rooms that imported it from here before the usage room existed.
+The observer sees a copy and never alters or delays the bytes relayed.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from toolslim import codings
 from toolslim.catalog import Api
 from toolslim.usage import Usage, UsageReader
 
-__all__ = ["MAX_DECODED", "Event", "SSEDecoder", "Usage", "UsageObserver"]
+__all__ = ["MAX_DECODED", "Event", "SSEDecoder", "UsageObserver"]
 
 
 @dataclass(frozen=True, slots=True)

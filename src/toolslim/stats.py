@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolslim.pipeline import RunReport
-from toolslim.sse import Usage
+from toolslim.usage import Usage
 
 SCHEMA_VERSION = 1
 STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
