@@ -1,19 +1,43 @@
-"""config: defaults, precedence flags > env > YAML > defaults, and errors naming key and value."""
+"""config: one table row per option; defaults, precedence flags > env > YAML > defaults, every
+given value checked (also one a later layer overrides), errors naming key and value; the flags,
+--help, config.example.yaml and docs/configuration.md are renderings of the table."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import yaml
 
-from toolslim.config import ConfigError, MiB, Settings, Timeouts, Upstream, load_settings
+from toolslim import cli
+from toolslim.config import (
+    OPTION,
+    OPTIONS,
+    ConfigError,
+    MiB,
+    Option,
+    Settings,
+    Timeouts,
+    Upstream,
+    load_settings,
+    render_docs,
+    render_example,
+)
 from toolslim.pipeline import Pipeline
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.yaml"
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "config.example.yaml"
+DOCS = ROOT / "docs" / "configuration.md"
 TOKEN = "0123456789abcdef-secret"
+REGENERATE = (
+    "regenerate with: .venv/bin/python -c 'from toolslim import config; "
+    'open("config.example.yaml", "w").write(config.render_example()); '
+    'open("docs/configuration.md", "w").write(config.render_docs())\''
+)
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -50,24 +74,11 @@ def test_defaults_without_file_flags_or_env() -> None:
 def test_example_file_documents_every_key_with_its_default() -> None:
     assert load_settings(str(EXAMPLE), {}, {}) == Settings()
     data = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
-    assert set(data) == {
-        "listen",
-        "upstreams",
-        "default_upstream",
-        "pipeline",
-        "components",
-        "timeouts",
-        "memo_size",
-        "pool_size",
-        "max_body_bytes",
-        "shutdown_grace",
-        "log_level",
-        "admin_token",
-        "capture_dir",
-        "capture_max_bytes",
-        "cache",
-    }
-    assert set(data["timeouts"]) == {"connect", "response_headers", "idle_chunk"}
+    options = {option.yaml for option in OPTIONS}
+    paths = set()
+    for key, value in data.items():
+        paths |= {key} if key in options else {f"{key}.{sub}" for sub in value}
+    assert paths == options
 
 
 def test_settings_are_frozen() -> None:
@@ -320,3 +331,293 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
 def test_unknown_flag_key_is_a_programming_error() -> None:
     with pytest.raises(ConfigError, match="bogus"):
         load_settings(None, {"bogus": 1}, {})
+
+
+# --- The table: one row per option, and everything else rendered from it ---------------------
+
+
+def leaf_fields(cls: type, prefix: str = "") -> list[str]:
+    """Settings' field names, a nested dataclass's as `timeouts.connect`."""
+    names = []
+    for item in dataclasses.fields(cls):
+        default = item.default_factory() if callable(item.default_factory) else item.default
+        if dataclasses.is_dataclass(default):
+            names += leaf_fields(type(default), f"{prefix}{item.name}.")
+        else:
+            names.append(prefix + item.name)
+    return names
+
+
+def field_of(settings: Settings, name: str) -> Any:
+    return functools.reduce(getattr, name.split("."), settings)
+
+
+def test_there_is_one_row_per_settings_field_and_each_spelling_is_unique() -> None:
+    assert [option.name for option in OPTIONS] == leaf_fields(Settings)
+    for spelling in ("yaml", "env", "flag"):
+        given = [getattr(o, spelling) for o in OPTIONS if getattr(o, spelling) is not None]
+        assert len(given) == len(set(given)), spelling
+    assert all(o.env is None or o.env.startswith("TOOLSLIM_") for o in OPTIONS)
+
+
+@pytest.mark.parametrize("name", [option.name for option in OPTIONS])
+def test_each_default_as_the_example_writes_it_is_the_settings_default(
+    tmp_path: Path, name: str
+) -> None:
+    option = OPTION[name]
+    settings = load_settings(write(tmp_path, yaml_for(option, option.default_text)), {}, {})
+    assert field_of(settings, name) == field_of(Settings(), name)
+
+
+def test_the_websocket_options_default_to_on_and_an_hour() -> None:
+    assert Settings().websocket is True
+    assert Settings().timeouts.idle_websocket == 3600
+
+
+def test_example_file_is_the_rendering_of_the_table() -> None:
+    assert EXAMPLE.read_text(encoding="utf-8") == render_example(), REGENERATE
+
+
+def test_docs_configuration_is_the_rendering_of_the_table() -> None:
+    assert DOCS.read_text(encoding="utf-8") == render_docs(), REGENERATE
+    for option in OPTIONS:
+        assert f"| `{option.yaml}` |" in render_docs()
+
+
+def test_example_file_names_each_options_flag_and_env_var() -> None:
+    text = render_example()
+    for option in OPTIONS:
+        for spelling in (option.flag, option.env):
+            assert spelling is None or spelling in text
+
+
+def test_serve_help_shows_each_flag_with_its_summary_key_and_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["serve", "--help"], env={})
+    assert caught.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    for option in OPTIONS:
+        if option.flag is None:
+            continue
+        assert option.flag in shown
+        assert option.summary in shown
+        assert option.yaml in shown
+        if not option.per_key:
+            assert f"default {option.default_text}" in shown
+    assert "--no-websocket" in shown
+
+
+# --- Each option in each layer: what a good value gives and that a bad one is named -----------
+
+
+class Case(NamedTuple):
+    good: str  # as written in YAML, in an environment variable or after a flag
+    value: Any  # the Settings field that gives
+    bad: str  # refused by the option's check in every layer
+
+
+CASES: dict[str, Case] = {
+    "host": Case("localhost", "localhost", "a/b"),
+    "port": Case("9000", 9000, "eighty"),
+    "default_upstream": Case("openai", "openai", "bedrock"),
+    "websocket": Case("false", False, "maybe"),
+    "pipeline": Case("tooldefs,toolschema", ("tooldefs", "toolschema"), "compress"),
+    "components": Case(
+        "{toolbudget: {budget_bytes: 100}}", {"toolbudget": {"budget_bytes": 100}}, "x"
+    ),
+    "timeouts.connect": Case("2.5", 2.5, "soon"),
+    "timeouts.response_headers": Case("60", 60.0, "0"),
+    "timeouts.idle_chunk": Case("30", 30.0, "-1"),
+    "timeouts.idle_websocket": Case("90", 90.0, "inf"),
+    "memo_size": Case("0", 0, "-5"),
+    "pool_size": Case("8", 8, "0"),
+    "max_body_bytes": Case("1KiB", 1024, "32 MB"),
+    "shutdown_grace": Case("0", 0.0, "-1"),
+    "log_level": Case("critical", "critical", "loud"),
+    "admin_token": Case(TOKEN, TOKEN, "short secret"),
+    "capture_dir": Case("/tmp/captures", "/tmp/captures", "   "),
+    "capture_max_bytes": Case("1000", 1000, "1 TB"),
+    "cache_read_multiplier": Case("0.25", 0.25, "0"),
+    "cache_write_multiplier": Case("0", 0.0, "nan"),
+}
+SECRET = {"admin_token"}  # an error names the option but never repeats the value
+WITH_ENV = [o.name for o in OPTIONS if o.env is not None]
+WITH_FLAG = [o.name for o in OPTIONS if o.flag is not None and not o.per_key]
+
+
+def yaml_for(option: Option, text: str) -> str:
+    key, _, sub = option.yaml.partition(".")
+    return f"{key}:\n  {sub}: {text}\n" if sub else f"{key}: {text}\n"
+
+
+def flag_argv(option: Option, text: str) -> list[str]:
+    assert option.flag is not None
+    if option.type == "bool":
+        return [option.flag if yaml.safe_load(text) else f"--no-{option.flag[2:]}"]
+    return [option.flag, text]
+
+
+def assert_names(message: str, named: str, name: str, bad: str) -> None:
+    assert named in message
+    if name in SECRET:
+        assert bad not in message
+    else:
+        assert repr(bad) in message
+
+
+def test_every_option_has_a_case_except_the_per_key_upstreams() -> None:
+    assert set(CASES) == {o.name for o in OPTIONS if not o.per_key}
+    assert [o.name for o in OPTIONS if o.per_key] == ["upstreams"]
+    assert OPTION["upstreams"].env is None  # one variable cannot spell a mapping
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_yaml_key_sets_its_option(tmp_path: Path, name: str) -> None:
+    settings = load_settings(write(tmp_path, yaml_for(OPTION[name], CASES[name].good)), {}, {})
+    assert field_of(settings, name) == CASES[name].value
+
+
+@pytest.mark.parametrize("name", WITH_ENV)
+def test_each_environment_variable_sets_its_option(name: str) -> None:
+    option = OPTION[name]
+    assert option.env is not None
+    settings = load_settings(None, {}, {option.env: CASES[name].good})
+    assert field_of(settings, name) == CASES[name].value
+
+
+@pytest.mark.parametrize("name", WITH_FLAG)
+def test_each_serve_flag_sets_its_option(name: str) -> None:
+    settings = cli.serve_settings(flag_argv(OPTION[name], CASES[name].good), env={})
+    assert field_of(settings, name) == CASES[name].value
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_bad_yaml_value_is_named_by_its_key(tmp_path: Path, name: str) -> None:
+    option, bad = OPTION[name], CASES[name].bad
+    message = error(tmp_path, yaml_for(option, json.dumps(bad)))
+    assert_names(message, f"{option.yaml} in ", name, bad)
+
+
+@pytest.mark.parametrize("name", WITH_ENV)
+def test_a_bad_environment_value_is_named_by_its_variable(name: str) -> None:
+    option, bad = OPTION[name], CASES[name].bad
+    assert option.env is not None
+    message = error(Path("."), env={option.env: bad})
+    assert_names(message, f"environment variable {option.env}", name, bad)
+
+
+@pytest.mark.parametrize("name", WITH_FLAG)
+def test_a_bad_flag_value_is_named_by_its_flag(name: str) -> None:
+    option, bad = OPTION[name], CASES[name].bad
+    message = error(Path("."), flags={name: bad})
+    assert_names(message, f"flag {option.flag}", name, bad)
+
+
+@pytest.mark.parametrize("name", WITH_FLAG)
+def test_a_bad_yaml_value_is_an_error_even_when_a_flag_overrides_it(
+    tmp_path: Path, name: str
+) -> None:
+    option, case = OPTION[name], CASES[name]
+    message = error(tmp_path, yaml_for(option, json.dumps(case.bad)), flags={name: case.good})
+    assert_names(message, f"{option.yaml} in ", name, case.bad)
+
+
+@pytest.mark.parametrize("name", WITH_ENV)
+def test_a_bad_value_is_an_error_even_when_a_later_layer_overrides_it(
+    tmp_path: Path, name: str
+) -> None:
+    option, case = OPTION[name], CASES[name]
+    assert option.env is not None
+    message = error(tmp_path, yaml_for(option, json.dumps(case.bad)), env={option.env: case.good})
+    assert_names(message, f"{option.yaml} in ", name, case.bad)
+    if option.flag is not None:
+        message = error(Path("."), env={option.env: case.bad}, flags={name: case.good})
+        assert_names(message, f"environment variable {option.env}", name, case.bad)
+
+
+def test_yaml_port_abc_with_port_flag_is_an_error_naming_the_yaml_key(tmp_path: Path) -> None:
+    message = error(tmp_path, "listen: {port: abc}\n", flags={"port": 9000})
+    assert "listen.port" in message and "'abc'" in message
+
+
+def test_a_bad_yaml_upstream_is_an_error_even_when_the_flag_overrides_it(tmp_path: Path) -> None:
+    text = "upstreams: {openai: 'ftp://x'}\n"
+    message = error(tmp_path, text, flags={"upstreams": {"openai": "http://127.0.0.1:9"}})
+    assert "upstreams.openai" in message and "'ftp://x'" in message
+
+
+def test_upstream_flag_is_repeatable_and_each_one_sets_one_upstream() -> None:
+    argv = ["--upstream", "openai=http://127.0.0.1:9/v1", "--upstream", "azure=https://a.example"]
+    upstreams = cli.serve_settings(argv, env={}).upstreams
+    assert upstreams["openai"] == Upstream("openai", "http://127.0.0.1:9/v1")
+    assert upstreams["azure"] == Upstream("azure", "https://a.example")
+    assert upstreams["anthropic"] == Settings().upstreams["anthropic"]
+
+
+@pytest.mark.parametrize("level", ["debug", "info", "warning", "error", "critical"])
+def test_log_level_flag_accepts_every_level_including_critical(level: str) -> None:
+    assert cli.serve_settings(["--log-level", level], env={}).log_level == level
+    assert load_settings(None, {}, {"TOOLSLIM_LOG_LEVEL": level}).log_level == level
+
+
+def test_websocket_is_on_by_default_and_each_layer_turns_it_off(tmp_path: Path) -> None:
+    assert cli.serve_settings([], env={}).websocket is True
+    assert cli.serve_settings(["--no-websocket"], env={}).websocket is False
+    assert load_settings(None, {}, {"TOOLSLIM_WEBSOCKET": "false"}).websocket is False
+    off = write(tmp_path, "websocket: false\n")
+    assert load_settings(off, {}, {}).websocket is False
+    assert cli.serve_settings(["--config", off, "--websocket"], env={}).websocket is True
+
+
+def test_a_bad_serve_flag_exits_2_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["serve", "--port", "abc"], env={}) == 2
+    err = capsys.readouterr().err
+    assert "configuration error: flag --port" in err and "'abc'" in err
+
+
+# --- toolslim report: the cache multipliers are the same options, with the same checks --------
+
+
+@pytest.mark.parametrize(
+    ("argv", "named", "shown"),
+    [
+        (["--cache-read-multiplier", "0"], "flag --cache-read-multiplier", "'0'"),
+        (["--cache-read-multiplier", "inf"], "flag --cache-read-multiplier", "'inf'"),
+        (["--cache-write-multiplier", "-1"], "flag --cache-write-multiplier", "'-1'"),
+        (["--cache-write-multiplier", "nan"], "flag --cache-write-multiplier", "'nan'"),
+    ],
+)
+def test_report_refuses_a_bad_multiplier_naming_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], named: str, shown: str
+) -> None:
+    assert cli.main(["report", str(tmp_path / "none.jsonl"), *argv], env={}) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert named in captured.err and shown in captured.err
+
+
+def capture(tmp_path: Path) -> str:
+    tools = [{"name": "a", "input_schema": {"type": "object", "title": "A"}}]
+    body = json.dumps({"model": "m", "messages": [], "tools": tools})
+    path = tmp_path / "capture.jsonl"
+    path.write_text(json.dumps({"v": 1, "body_sha256": "0" * 64, "body": body}) + "\n")
+    return str(path)
+
+
+def test_report_takes_its_multipliers_from_the_flags_else_the_config_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(tmp_path, "cache: {read_multiplier: 0.2, write_multiplier: 2}\n")
+
+    def multipliers(*argv: str) -> tuple[float, float]:
+        code = cli.main(["report", capture(tmp_path), "--json", *argv], env={})
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        [result] = json.loads(captured.out)
+        return result["cache_read_multiplier"], result["cache_write_multiplier"]
+
+    assert multipliers() == (0.1, 1.25)
+    assert multipliers("--config", config) == (0.2, 2.0)
+    assert multipliers("--config", config, "--cache-read-multiplier", "0.5") == (0.5, 2.0)

@@ -1,25 +1,71 @@
-"""The command line: the only reader of argv and os.environ. Subcommands: serve, compact, report."""
+"""The command line: the only reader of argv and os.environ. Subcommands: serve, compact, report.
+
+Option flags and their --help come from `config.OPTIONS`; their values go to `load_settings`
+as given, so a bad one is reported like a bad YAML value, naming the flag.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TextIO
 
 from toolslim import __version__
+from toolslim.config import OPTIONS, ConfigError, Option, Settings, load_settings
+from toolslim.pipeline import Pipeline
+
+# The options each offline command takes as flags (serve takes every option that has a flag).
+_COMPACT_FLAGS: tuple[str, ...] = ("pipeline",)
+_REPORT_FLAGS: tuple[str, ...] = ("pipeline", "cache_read_multiplier", "cache_write_multiplier")
 
 
-def _upstream(text: str) -> tuple[str, str]:
-    name, sep, url = text.partition("=")
-    if not sep or not name or not url:
-        raise argparse.ArgumentTypeError(f"--upstream expects NAME=URL, got {text!r}")
-    return name, url
+def _pair(option: Option) -> Callable[[str], tuple[str, str]]:
+    metavar = option.type.upper()
+
+    def parse(text: str) -> tuple[str, str]:
+        key, sep, value = text.partition("=")
+        if not sep or not key or not value:
+            raise argparse.ArgumentTypeError(f"{option.flag} expects {metavar}, got {text!r}")
+        return key, value
+
+    return parse
 
 
-def _names(text: str) -> list[str]:
-    return [n.strip() for n in text.split(",") if n.strip()]
+def _help(option: Option) -> str:
+    key = option.type.upper().partition("=")[0]
+    where = [f"{option.yaml}.{key}" if option.per_key else option.yaml]
+    where += [f"${option.env}"] if option.env else []
+    tail = "repeatable" if option.per_key else f"default {option.default_text}"
+    return f"{option.summary} ({', '.join(where)}; {tail})".replace("%", "%%")
+
+
+def _add_flags(parser: argparse.ArgumentParser, names: Collection[str] | None) -> None:
+    """Add the flag of each option in `names` (None: every option that has one)."""
+    for option in OPTIONS:
+        if option.flag is None or (names is not None and option.name not in names):
+            continue
+        if option.type == "bool":
+            parser.add_argument(
+                option.flag,
+                dest=option.name,
+                action=argparse.BooleanOptionalAction,
+                help=_help(option),
+            )
+        elif option.per_key:
+            parser.add_argument(
+                option.flag,
+                dest=option.name,
+                type=_pair(option),
+                action="append",
+                metavar=option.type.upper(),
+                help=_help(option),
+            )
+        else:
+            parser.add_argument(
+                option.flag, dest=option.name, metavar=option.type.upper(), help=_help(option)
+            )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -32,44 +78,39 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the proxy (default: 127.0.0.1:8788)")
     serve.add_argument("--config", metavar="FILE", help="YAML settings (or $TOOLSLIM_CONFIG)")
-    serve.add_argument("--host", help="listen address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="listen port (default 8788)")
-    serve.add_argument(
-        "--upstream",
-        type=_upstream,
-        action="append",
-        metavar="NAME=URL",
-        help="override one upstream base URL (repeatable)",
-    )
-    serve.add_argument(
-        "--pipeline",
-        type=_names,
-        metavar="NAME,...",
-        help="components to run, in order ('' for pure pass-through)",
-    )
-    serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
-    serve.add_argument("--capture", metavar="DIR", help="record each request as JSON Lines")
-    serve.add_argument(
-        "--admin-token",
-        help="bearer token for /stats and /metrics (the dashboard page itself is public) "
-        "(prefer $TOOLSLIM_ADMIN_TOKEN: flags show up in `ps`)",
-    )
+    _add_flags(serve, None)
 
     compact = commands.add_parser(
         "compact", help="compact one request body (or bare tools array) to stdout"
     )
     compact.add_argument("file", nargs="?", default="-", help="input file, or - for stdin")
-    compact.add_argument("--pipeline", type=_names, metavar="NAME,...")
-    compact.add_argument("--config", metavar="FILE")
+    compact.add_argument("--config", metavar="FILE", help="YAML settings (or $TOOLSLIM_CONFIG)")
+    _add_flags(compact, _COMPACT_FLAGS)
 
     report = commands.add_parser("report", help="replay captures offline and print the savings")
     report.add_argument("files", nargs="+", metavar="FILE")
-    report.add_argument("--pipeline", type=_names, metavar="NAME,...")
-    report.add_argument("--config", metavar="FILE")
+    report.add_argument("--config", metavar="FILE", help="YAML settings (or $TOOLSLIM_CONFIG)")
     report.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    report.add_argument("--cache-read-multiplier", type=float, default=None)
-    report.add_argument("--cache-write-multiplier", type=float, default=None)
+    _add_flags(report, _REPORT_FLAGS)
     return parser
+
+
+def _load(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
+    """The Settings of a parsed command line; raises ConfigError."""
+    flags: dict[str, Any] = {}
+    for option in OPTIONS:
+        value = getattr(args, option.name, None)
+        if value is not None:
+            flags[option.name] = dict(value) if option.per_key else value
+    return load_settings(args.config or env.get("TOOLSLIM_CONFIG"), flags, env)
+
+
+def serve_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
+    """The Settings `toolslim serve ARGV` runs with, in environment `env`; raises ConfigError.
+
+    A malformed command line exits through argparse (status 2), as `main` does.
+    """
+    return _load(_parser().parse_args(["serve", *argv]), env)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
@@ -79,90 +120,54 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     if args.command is None:
         _parser().print_help(sys.stderr)
         return 2
-    if args.command == "serve":
-        return _serve(args, env)
-    if args.command == "compact":
-        return _compact(args, env, sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
-    return _report(args, env)
-
-
-def _settings(args: argparse.Namespace, env: Mapping[str, str], flags: dict[str, Any]) -> Any:
-    from toolslim.config import ConfigError, load_settings
-
-    path = getattr(args, "config", None) or env.get("TOOLSLIM_CONFIG")
     try:
-        return load_settings(path, flags, env)
+        settings = _load(args, env)
     except ConfigError as exc:
         print(f"toolslim: configuration error: {exc}", file=sys.stderr)
-        return None
-
-
-def _serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    flags: dict[str, Any] = {
-        "host": args.host,
-        "port": args.port,
-        "upstreams": dict(args.upstream) if args.upstream else None,
-        "pipeline": args.pipeline,
-        "log_level": args.log_level,
-        "capture_dir": args.capture,
-        "admin_token": args.admin_token,
-    }
-    settings = _settings(args, env, {k: v for k, v in flags.items() if v is not None})
-    if settings is None:
         return 2
-    from toolslim.app import serve
+    if args.command == "serve":
+        from toolslim.app import serve
 
-    return serve(settings)
+        return serve(settings)
+    if args.command == "compact":
+        return _compact(args.file, settings, sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+    return _report(args, settings)
 
 
-def _pipeline(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
+def _pipeline(settings: Settings) -> Pipeline:
     """The Pipeline the offline commands run: --pipeline, else the configured one."""
-    from toolslim.pipeline import Pipeline
-
-    flags = {"pipeline": args.pipeline} if args.pipeline is not None else {}
-    settings = _settings(args, env, flags)
-    if settings is None:
-        return None
     # Settings checked the names and every component's options already.
     return Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
 
 
-def _compact(
-    args: argparse.Namespace, env: Mapping[str, str], stdin: Any, stdout: Any, stderr: TextIO
-) -> int:
+def _compact(file: str, settings: Settings, stdin: Any, stdout: Any, stderr: TextIO) -> int:
     try:
-        if args.file == "-":
+        if file == "-":
             data = stdin.read()
         else:
-            with open(args.file, "rb") as handle:
+            with open(file, "rb") as handle:
                 data = handle.read()
     except OSError as exc:
-        print(f"toolslim compact: cannot read {args.file}: {exc.strerror}", file=stderr)
-        return 2
-    pipeline = _pipeline(args, env)
-    if pipeline is None:
+        print(f"toolslim compact: cannot read {file}: {exc.strerror}", file=stderr)
         return 2
     from toolslim.compact import compact_input, summary
 
-    output, report, tokens = compact_input(pipeline, data)
+    output, report, tokens = compact_input(_pipeline(settings), data)
     stdout.write(output)
     stdout.flush()
     print(summary(report, tokens), file=stderr)
     return 0
 
 
-def _report(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    pipeline = _pipeline(args, env)
-    if pipeline is None:
-        return 2
+def _report(args: argparse.Namespace, settings: Settings) -> int:
     from toolslim.report import run_report
 
     return run_report(
         args.files,
-        pipeline,
+        _pipeline(settings),
         as_json=args.json,
-        read_multiplier=args.cache_read_multiplier,
-        write_multiplier=args.cache_write_multiplier,
+        read_multiplier=settings.cache_read_multiplier,
+        write_multiplier=settings.cache_write_multiplier,
         out=sys.stdout,
         err=sys.stderr,
     )

@@ -1,13 +1,15 @@
 """Frozen Settings and ConfigError: YAML, environment and flags parsed once, failing closed.
 
-Every check lives here; an error names the option (YAML key / env var / flag) and repeats the
-bad value. The request path reads only the validated, typed fields of `Settings`.
+`OPTIONS` declares each option once (mitmproxy's options.py habit); parsing, error messages,
+the cli's flags and --help, and config.example.yaml all derive from it. An error names the
+option (YAML key / env var / flag) and repeats the bad value.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -34,28 +36,6 @@ RESERVED_NAMES: Final = frozenset(
     {"dashboard", "healthz", "metrics", "readyz", "stats", "v1", "v1alpha", "v1beta"}
 )
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
-# Environment variables read here (TOOLSLIM_CONFIG, the file's path, is read by the cli).
-ENV_VARS: Final = MappingProxyType(
-    {
-        "TOOLSLIM_HOST": "host",
-        "TOOLSLIM_PORT": "port",
-        "TOOLSLIM_PIPELINE": "pipeline",
-        "TOOLSLIM_LOG_LEVEL": "log_level",
-        "TOOLSLIM_ADMIN_TOKEN": "admin_token",
-        "TOOLSLIM_CAPTURE_DIR": "capture_dir",
-    }
-)
-FLAGS: Final = MappingProxyType(
-    {
-        "host": "--host",
-        "port": "--port",
-        "upstreams": "--upstream",
-        "pipeline": "--pipeline",
-        "log_level": "--log-level",
-        "capture_dir": "--capture",
-        "admin_token": "--admin-token",
-    }
-)
 
 
 class ConfigError(ValueError):
@@ -63,12 +43,12 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Timeouts:
-    """Seconds. There is deliberately no total timeout: a stream may last as long as it flows."""
+class _Raw:
+    """One value before validation, where it came from, and (in a mapping) its key."""
 
-    connect: float = 10.0
-    response_headers: float = 600.0
-    idle_chunk: float = 300.0
+    value: Any
+    origin: str
+    key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,214 +57,6 @@ class Upstream:
 
     name: str
     url: str
-
-
-def _default_upstreams() -> Mapping[str, Upstream]:
-    return MappingProxyType({n: Upstream(n, u) for n, u in DEFAULT_UPSTREAMS.items()})
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Everything the proxy needs, validated. Build it with `load_settings`."""
-
-    host: str = "127.0.0.1"
-    port: int = 8788
-    upstreams: Mapping[str, Upstream] = field(default_factory=_default_upstreams)
-    default_upstream: str = "anthropic"
-    pipeline: tuple[str, ...] = ("toolschema",)
-    components: Mapping[str, Mapping[str, Any]] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    memo_size: int = MEMO_SIZE
-    pool_size: int = 64
-    max_body_bytes: int = 32 * MiB
-    shutdown_grace: float = 30.0
-    log_level: str = "info"
-    admin_token: str | None = field(default=None, repr=False)
-    capture_dir: str | None = None
-    capture_max_bytes: int = 256 * MiB
-    cache_read_multiplier: float = READ_MULTIPLIER
-    cache_write_multiplier: float = WRITE_MULTIPLIER
-
-
-# YAML layout: top-level key -> None for a scalar, or the allowed keys of a nested mapping
-# (an empty tuple: any key, checked by the option's own parser).
-_YAML_KEYS: Final[Mapping[str, tuple[str, ...] | None]] = {
-    "listen": ("host", "port"),
-    "upstreams": (),
-    "default_upstream": None,
-    "pipeline": None,
-    "components": (),
-    "timeouts": ("connect", "response_headers", "idle_chunk"),
-    "memo_size": None,
-    "pool_size": None,
-    "max_body_bytes": None,
-    "shutdown_grace": None,
-    "log_level": None,
-    "admin_token": None,
-    "capture_dir": None,
-    "capture_max_bytes": None,
-    "cache": ("read_multiplier", "write_multiplier"),
-}
-# Option name (as Settings spells it) -> YAML key path.
-_YAML_PATH: Final[Mapping[str, str]] = {
-    "host": "listen.host",
-    "port": "listen.port",
-    "timeouts.connect": "timeouts.connect",
-    "timeouts.response_headers": "timeouts.response_headers",
-    "timeouts.idle_chunk": "timeouts.idle_chunk",
-    "cache_read_multiplier": "cache.read_multiplier",
-    "cache_write_multiplier": "cache.write_multiplier",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class _Raw:
-    """One option's value before validation, and where it came from (for error messages)."""
-
-    value: Any
-    origin: str
-
-
-def load_settings(
-    config_path: str | None, flags: Mapping[str, Any], env: Mapping[str, str]
-) -> Settings:
-    """Settings from defaults < YAML file < environment < flags; raises ConfigError.
-
-    `flags` keys: host, port, upstreams (name -> url), pipeline (names), log_level,
-    capture_dir, admin_token; a missing key or None means "not given".
-    """
-    raw: dict[str, _Raw] = {}
-    upstreams: dict[str, _Raw] = {}
-    if config_path is not None:
-        _read_yaml(config_path, raw, upstreams)
-    for var, option in ENV_VARS.items():
-        if env.get(var):  # an empty variable counts as unset
-            raw[option] = _Raw(env[var], f"environment variable {var}")
-    unknown_flags = sorted(set(flags) - set(FLAGS))
-    if unknown_flags:
-        raise ConfigError(f"unknown flag key(s) {', '.join(unknown_flags)} passed to load_settings")
-    for option, flag in FLAGS.items():
-        value = flags.get(option)
-        if value is None:
-            continue
-        if option == "upstreams":
-            if not isinstance(value, Mapping):
-                raise ConfigError(f"{flag}: expected NAME=URL pairs, got {value!r}")
-            for name, url in value.items():
-                upstreams[str(name)] = _Raw(url, f"flag {flag} {name}=URL")
-        else:
-            raw[option] = _Raw(value, f"flag {flag}")
-    return _build(raw, upstreams)
-
-
-def _read_yaml(path: str, raw: dict[str, _Raw], upstreams: dict[str, _Raw]) -> None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path!r}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path!r} is not valid YAML: {exc}") from None
-    if data is None:
-        return
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path!r}: expected a mapping of keys, got {data!r}")
-    for key, value in data.items():
-        if key not in _YAML_KEYS:
-            raise ConfigError(
-                f"{path}: unknown key {key!r}; known keys: {', '.join(sorted(_YAML_KEYS))}"
-            )
-        nested = _YAML_KEYS[key]
-        origin = f"{key} in {path}"
-        if nested is None:
-            raw[key] = _Raw(value, origin)
-            continue
-        if value is None:
-            continue
-        if not isinstance(value, dict):
-            raise ConfigError(f"{origin}: expected a mapping, got {value!r}")
-        if key == "upstreams":
-            for name, url in value.items():
-                upstreams[str(name)] = _Raw(url, f"upstreams.{name} in {path}")
-        elif key == "components":
-            raw["components"] = _Raw(value, origin)
-        else:
-            for sub, sub_value in value.items():
-                if sub not in nested:
-                    raise ConfigError(
-                        f"{path}: unknown key {key}.{sub}; known keys under {key}: "
-                        f"{', '.join(nested)}"
-                    )
-                option = next(
-                    (o for o, p in _YAML_PATH.items() if p == f"{key}.{sub}"), f"{key}.{sub}"
-                )
-                raw[option] = _Raw(sub_value, f"{key}.{sub} in {path}")
-
-
-def _build(raw: Mapping[str, _Raw], upstreams_raw: Mapping[str, _Raw]) -> Settings:
-    defaults = Settings()
-
-    def get(option: str, parse: Callable[[_Raw], Any], default: Any) -> Any:
-        item = raw.get(option)
-        return default if item is None else parse(item)
-
-    upstreams = dict(defaults.upstreams)
-    for name, item in upstreams_raw.items():
-        upstreams[name] = _upstream(name, item)
-    default_upstream = get("default_upstream", _string, defaults.default_upstream)
-    if default_upstream not in upstreams:
-        item = raw["default_upstream"]
-        raise ConfigError(
-            f"{item.origin}: {default_upstream!r} is not a configured upstream; "
-            f"configured: {', '.join(sorted(upstreams))}"
-        )
-    names = get("pipeline", _names, defaults.pipeline)
-    try:
-        pipeline.check_names(names)
-    except pipeline.UnknownComponent as exc:
-        origin = raw["pipeline"].origin if "pipeline" in raw else "pipeline"
-        raise ConfigError(f"{origin} (pipeline): {exc}") from None
-    components = get("components", _components, defaults.components)
-    memo_size = get("memo_size", _int(0), defaults.memo_size)
-    host = get("host", _host, defaults.host)
-    admin_token = get("admin_token", _token, defaults.admin_token)
-    if admin_token is None and not _is_loopback(host):
-        raise ConfigError(
-            f"{raw['host'].origin}: {host!r} is not a loopback address; listening on it would "
-            "expose /stats and /metrics to the network: set admin_token (or "
-            "TOOLSLIM_ADMIN_TOKEN) to protect them, or listen on 127.0.0.1"
-        )
-    return Settings(
-        host=host,
-        port=get("port", _port, defaults.port),
-        upstreams=MappingProxyType(upstreams),
-        default_upstream=default_upstream,
-        pipeline=names,
-        components=components,
-        timeouts=Timeouts(
-            connect=get("timeouts.connect", _seconds, defaults.timeouts.connect),
-            response_headers=get(
-                "timeouts.response_headers", _seconds, defaults.timeouts.response_headers
-            ),
-            idle_chunk=get("timeouts.idle_chunk", _seconds, defaults.timeouts.idle_chunk),
-        ),
-        memo_size=memo_size,
-        pool_size=get("pool_size", _int(1), defaults.pool_size),
-        max_body_bytes=get("max_body_bytes", _size, defaults.max_body_bytes),
-        shutdown_grace=get("shutdown_grace", _non_negative, defaults.shutdown_grace),
-        log_level=get("log_level", _log_level, defaults.log_level),
-        admin_token=admin_token,
-        capture_dir=get("capture_dir", _optional_string, defaults.capture_dir),
-        capture_max_bytes=get("capture_max_bytes", _size, defaults.capture_max_bytes),
-        cache_read_multiplier=get(
-            "cache_read_multiplier", _non_negative, defaults.cache_read_multiplier
-        ),
-        cache_write_multiplier=get(
-            "cache_write_multiplier", _non_negative, defaults.cache_write_multiplier
-        ),
-    )
 
 
 def _fail(item: _Raw, expected: str) -> ConfigError:
@@ -320,6 +92,18 @@ def _port(item: _Raw) -> int:
     return port
 
 
+_BOOLS: Final = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False}
+
+
+def _bool(item: _Raw) -> bool:
+    value = item.value
+    if isinstance(value, str) and value.strip().lower() in _BOOLS:
+        return _BOOLS[value.strip().lower()]
+    if not isinstance(value, bool):
+        raise _fail(item, "true or false")
+    return value
+
+
 def _number(item: _Raw) -> float:
     value = item.value
     if isinstance(value, str):
@@ -336,6 +120,13 @@ def _seconds(item: _Raw) -> float:
     value = _number(item)
     if not 0 < value < float("inf"):
         raise _fail(item, "a positive number of seconds")
+    return value
+
+
+def _positive(item: _Raw) -> float:
+    value = _number(item)
+    if not 0 < value < float("inf"):
+        raise _fail(item, "a number > 0")
     return value
 
 
@@ -395,16 +186,24 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _names(item: _Raw) -> tuple[str, ...]:
+def _pipeline(item: _Raw) -> tuple[str, ...]:
     value = item.value
     if isinstance(value, str):
         value = [n.strip() for n in value.split(",") if n.strip()]
     if not isinstance(value, Sequence) or not all(isinstance(n, str) for n in value):
         raise _fail(item, "a list of component names")
+    try:
+        pipeline.check_names(value)
+    except pipeline.UnknownComponent as exc:
+        raise ConfigError(f"{item.origin} (pipeline): {exc}") from None
     return tuple(value)
 
 
 def _components(item: _Raw) -> Mapping[str, Mapping[str, Any]]:
+    if item.value is None:
+        return MappingProxyType({})
+    if not isinstance(item.value, Mapping):
+        raise _fail(item, "a mapping")
     known = ", ".join(sorted(pipeline.KNOWN))
     result: dict[str, Mapping[str, Any]] = {}
     for name, options in item.value.items():
@@ -426,7 +225,8 @@ def _components(item: _Raw) -> Mapping[str, Mapping[str, Any]]:
     return MappingProxyType(result)
 
 
-def _upstream(name: str, item: _Raw) -> Upstream:
+def _upstream(item: _Raw) -> Upstream:
+    name = item.key
     if not _NAME.fullmatch(name) or name in RESERVED_NAMES:
         raise ConfigError(
             f"{item.origin}: upstream name {name!r} must be lower-case letters, digits, '-' "
@@ -448,3 +248,550 @@ def _upstream(name: str, item: _Raw) -> Upstream:
         # Credentials belong to the client's requests, not to a URL that ends up in logs.
         raise ConfigError(f"{item.origin}: the URL must not contain user:password@ (not shown)")
     return Upstream(name, f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}")
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option, declared once.
+
+    `name` is the Settings field ("timeouts.connect" for a nested one), `yaml` the key path in
+    the file, `env` and `flag` its other spellings (None: none). `type` is the word --help and
+    the docs show for a value, `default` the value as the YAML file spells it, and `check`
+    turns a given value into the typed field or raises ConfigError. With `per_key`, the value is
+    a mapping merged key by key over the layers, and `check` sees each entry (key in `.key`).
+    The first sentence of `doc` is the --help text; all of it is the example file's comment.
+    """
+
+    name: str
+    yaml: str
+    env: str | None
+    flag: str | None
+    type: str
+    default: Any
+    check: Callable[[_Raw], Any]
+    doc: str
+    per_key: bool = False
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of `doc`."""
+        match = re.match(r"(.+?\.)(?:\s|$)", self.doc)
+        return self.doc if match is None else match[1]
+
+    @property
+    def default_text(self) -> str:
+        """The default as YAML spells it on one line."""
+        return _yaml_text(self.default)
+
+
+OPTIONS: Final[tuple[Option, ...]] = (
+    Option(
+        name="host",
+        yaml="listen.host",
+        env="TOOLSLIM_HOST",
+        flag="--host",
+        type="host",
+        default="127.0.0.1",
+        check=_host,
+        doc="Address to listen on. A non-loopback address requires admin_token, because /stats "
+        "and /metrics would be open to the network.",
+    ),
+    Option(
+        name="port",
+        yaml="listen.port",
+        env="TOOLSLIM_PORT",
+        flag="--port",
+        type="port",
+        default=8788,
+        check=_port,
+        doc="Port to listen on; 0 picks a free port.",
+    ),
+    Option(
+        name="upstreams",
+        yaml="upstreams",
+        env=None,
+        flag="--upstream",
+        type="name=url",
+        default=dict(DEFAULT_UPSTREAMS),
+        check=_upstream,
+        per_key=True,
+        doc="Named upstream base URLs; each one given sets that upstream and keeps the others. "
+        "A URL is http(s), a host, an optional base path (prefixed to every forwarded path), "
+        "no query string, fragment or user:password@; a name is lower-case letters, digits, "
+        "'-' or '_'. Routing by path: /v1/messages* -> anthropic; /v1/chat/completions, "
+        "/v1/responses* -> openai; other /v1/* -> anthropic when the request has an "
+        "anthropic-version or x-api-key header, else openai; /v1beta/*, /v1alpha/* -> gemini; "
+        "/NAME/... picks upstream NAME and strips the prefix (so extra upstreams added here "
+        "are reachable as /NAME/...); anything else -> default_upstream.",
+    ),
+    Option(
+        name="default_upstream",
+        yaml="default_upstream",
+        env=None,
+        flag=None,
+        type="name",
+        default="anthropic",
+        check=_string,
+        doc="Upstream for paths that no routing rule matches.",
+    ),
+    Option(
+        name="websocket",
+        yaml="websocket",
+        env="TOOLSLIM_WEBSOCKET",
+        flag="--websocket",
+        type="bool",
+        default=True,
+        check=_bool,
+        doc="Relay WebSocket upgrades (Codex's default transport); false answers every upgrade "
+        "with 426 so clients fall back to HTTP.",
+    ),
+    Option(
+        name="pipeline",
+        yaml="pipeline",
+        env="TOOLSLIM_PIPELINE",
+        flag="--pipeline",
+        type="name,...",
+        default=["toolschema"],
+        check=_pipeline,
+        doc="Components run on each request body, in order; an empty list ([] here, "
+        "--pipeline '' as a flag) forwards every body untouched. "
+        "Known: toolschema (lossless annotation stripping), tooldefs (lossless: prunes "
+        "unreachable $defs/definitions; put it first: [tooldefs, toolschema]) and toolbudget "
+        "(LOSSY: shrinks oversized schemas; it changes what the model is told, see "
+        "docs/components.md before enabling it). Names of the wider design (format, dedup, "
+        "failed_run, cmdfilter, cachesplit) are not implemented yet and are rejected.",
+    ),
+    Option(
+        name="components",
+        yaml="components",
+        env=None,
+        flag=None,
+        type="mapping",
+        default={},
+        check=_components,
+        doc="Options per component: component name -> mapping of options. Unknown component "
+        "names and unknown or bad options are start-up errors, also for a component not in "
+        "the pipeline. Only toolbudget has options: budget_bytes (default 5000) and "
+        "exclude_tools (default []).",
+    ),
+    Option(
+        name="timeouts.connect",
+        yaml="timeouts.connect",
+        env=None,
+        flag=None,
+        type="seconds",
+        default=10,
+        check=_seconds,
+        doc="Seconds to open a TCP (+TLS) connection to an upstream; exceeded -> 504.",
+    ),
+    Option(
+        name="timeouts.response_headers",
+        yaml="timeouts.response_headers",
+        env=None,
+        flag=None,
+        type="seconds",
+        default=600,
+        check=_seconds,
+        doc="Seconds from sending the request to the upstream's response headers; exceeded -> 504.",
+    ),
+    Option(
+        name="timeouts.idle_chunk",
+        yaml="timeouts.idle_chunk",
+        env=None,
+        flag=None,
+        type="seconds",
+        default=300,
+        check=_seconds,
+        doc="Longest silence (seconds) between two chunks of a response; exceeded -> the "
+        "stream ends. There is no total timeout: a stream lasts as long as it keeps flowing. "
+        "This and response_headers are checked every quarter of the shorter one, and at least "
+        "once a second: a wait is cut at most that much after its limit.",
+    ),
+    Option(
+        name="timeouts.idle_websocket",
+        yaml="timeouts.idle_websocket",
+        env=None,
+        flag=None,
+        type="seconds",
+        default=3600,
+        check=_seconds,
+        doc="A WebSocket with no message either way for this many seconds is closed with 1001.",
+    ),
+    Option(
+        name="memo_size",
+        yaml="memo_size",
+        env=None,
+        flag=None,
+        type="integer",
+        default=MEMO_SIZE,
+        check=_int(0),
+        doc="Catalogue rewrites remembered (LRU keyed by SHA-256 of the exact bytes); 0 "
+        "disables the memo. An agent session sends one catalogue (a few with subagents); each "
+        "entry holds a catalogue as sent, rewritten, and rewritten with the body's short rest "
+        "for each of up to four sessions that share it (~190 KB for one session on Claude "
+        "Code's 65 KB catalogue, ~380 KB for four). Raise it for a proxy many teams share.",
+    ),
+    Option(
+        name="pool_size",
+        yaml="pool_size",
+        env=None,
+        flag=None,
+        type="integer",
+        default=64,
+        check=_int(1),
+        doc="Pooled keep-alive connections per upstream host (at least 1).",
+    ),
+    Option(
+        name="max_body_bytes",
+        yaml="max_body_bytes",
+        env=None,
+        flag=None,
+        type="size",
+        default="32MiB",
+        check=_size,
+        doc="Largest request body the pipeline transforms (bytes, or '32MiB'); a larger body "
+        "is streamed through untouched and counted as skipped `too_large` (also applies to "
+        "the decoded size of a gzip/deflate/br/zstd request body).",
+    ),
+    Option(
+        name="shutdown_grace",
+        yaml="shutdown_grace",
+        env=None,
+        flag=None,
+        type="seconds",
+        default=30,
+        check=_non_negative,
+        doc="Seconds in-flight requests and streams get to finish after SIGTERM/SIGINT.",
+    ),
+    Option(
+        name="log_level",
+        yaml="log_level",
+        env="TOOLSLIM_LOG_LEVEL",
+        flag="--log-level",
+        type="level",
+        default="info",
+        check=_log_level,
+        doc=f"One of {', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}. At info, one line per "
+        "request on stderr, never a credential or a body. Lines are written in batches: "
+        "within about a second, a warning or worse at once with the lines before it.",
+    ),
+    Option(
+        name="admin_token",
+        yaml="admin_token",
+        env="TOOLSLIM_ADMIN_TOKEN",
+        flag="--admin-token",
+        type="token",
+        default=None,
+        check=_token,
+        doc="Bearer token required on /stats and /metrics (the dashboard page itself is "
+        "public); prefer TOOLSLIM_ADMIN_TOKEN to the flag, which shows up in `ps`. At least 16 "
+        "printable ASCII characters, no spaces; the proxied API paths never need it.",
+    ),
+    Option(
+        name="capture_dir",
+        yaml="capture_dir",
+        env="TOOLSLIM_CAPTURE_DIR",
+        flag="--capture",
+        type="dir",
+        default=None,
+        check=_optional_string,
+        doc="Directory where each request is recorded as JSON Lines for `toolslim report`; "
+        "null records nothing.",
+    ),
+    Option(
+        name="capture_max_bytes",
+        yaml="capture_max_bytes",
+        env=None,
+        flag=None,
+        type="size",
+        default="256MiB",
+        check=_size,
+        doc="Largest total size of the capture directory (bytes, or '256MiB').",
+    ),
+    Option(
+        name="cache_read_multiplier",
+        yaml="cache.read_multiplier",
+        env=None,
+        flag="--cache-read-multiplier",
+        type="number",
+        default=READ_MULTIPLIER,
+        check=_positive,
+        doc="Price of a cache read per token, as a multiple of a normal input token's (> 0). "
+        "It and write_multiplier drive the savings arithmetic of /stats and `toolslim report`.",
+    ),
+    Option(
+        name="cache_write_multiplier",
+        yaml="cache.write_multiplier",
+        env=None,
+        flag="--cache-write-multiplier",
+        type="number",
+        default=WRITE_MULTIPLIER,
+        check=_non_negative,
+        doc="Price of a (5-minute) cache write per token, as a multiple of a normal input "
+        "token's (>= 0).",
+    ),
+)
+OPTION: Final = MappingProxyType({option.name: option for option in OPTIONS})
+
+
+def _typed_default(option: Option) -> Any:
+    origin = f"the default of {option.yaml}"
+    if option.per_key:
+        entries = {k: option.check(_Raw(v, origin, k)) for k, v in option.default.items()}
+        return MappingProxyType(entries)
+    return option.check(_Raw(option.default, origin))
+
+
+# Typed defaults, from the table: Settings' fields take theirs from here, so there is one of each.
+DEFAULTS: Final = MappingProxyType({option.name: _typed_default(option) for option in OPTIONS})
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Seconds. There is deliberately no total timeout: a stream may last as long as it flows."""
+
+    connect: float = DEFAULTS["timeouts.connect"]
+    response_headers: float = DEFAULTS["timeouts.response_headers"]
+    idle_chunk: float = DEFAULTS["timeouts.idle_chunk"]
+    idle_websocket: float = DEFAULTS["timeouts.idle_websocket"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the proxy needs, validated. Build it with `load_settings`."""
+
+    host: str = DEFAULTS["host"]
+    port: int = DEFAULTS["port"]
+    upstreams: Mapping[str, Upstream] = field(default_factory=lambda: DEFAULTS["upstreams"])
+    default_upstream: str = DEFAULTS["default_upstream"]
+    websocket: bool = DEFAULTS["websocket"]
+    pipeline: tuple[str, ...] = DEFAULTS["pipeline"]
+    components: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: DEFAULTS["components"]
+    )
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    memo_size: int = DEFAULTS["memo_size"]
+    pool_size: int = DEFAULTS["pool_size"]
+    max_body_bytes: int = DEFAULTS["max_body_bytes"]
+    shutdown_grace: float = DEFAULTS["shutdown_grace"]
+    log_level: str = DEFAULTS["log_level"]
+    admin_token: str | None = field(default=DEFAULTS["admin_token"], repr=False)
+    capture_dir: str | None = DEFAULTS["capture_dir"]
+    capture_max_bytes: int = DEFAULTS["capture_max_bytes"]
+    cache_read_multiplier: float = DEFAULTS["cache_read_multiplier"]
+    cache_write_multiplier: float = DEFAULTS["cache_write_multiplier"]
+
+
+# The groups of dotted option names: "timeouts.connect" is Settings.timeouts.connect.
+_GROUPS: Final = {"timeouts": Timeouts}
+
+
+def _yaml_layout() -> dict[str, Option | dict[str, Option]]:
+    """Top-level YAML key -> its option, or (a section such as `listen`) sub-key -> option."""
+    layout: dict[str, Option | dict[str, Option]] = {}
+    for option in OPTIONS:
+        key, dot, sub = option.yaml.partition(".")
+        if dot:
+            section = layout.setdefault(key, {})
+            assert isinstance(section, dict)  # a key is a section or an option, never both
+            section[sub] = option
+        else:
+            layout[key] = option
+    return layout
+
+
+_LAYOUT: Final = _yaml_layout()
+
+
+def load_settings(
+    config_path: str | None, flags: Mapping[str, Any], env: Mapping[str, str]
+) -> Settings:
+    """Settings from defaults < YAML file < environment < flags; raises ConfigError.
+
+    `flags` keys are the names of the options that have a flag (an `upstreams` value maps
+    name -> url); None means "not given". Every given value is checked, also one that a later
+    layer overrides.
+    """
+    given: dict[str, list[_Raw]] = {option.name: [] for option in OPTIONS}
+    if config_path is not None:
+        _read_yaml(config_path, given)
+    for option in OPTIONS:
+        if option.env is not None and env.get(option.env):  # an empty variable is unset
+            given[option.name].append(_Raw(env[option.env], f"environment variable {option.env}"))
+    _read_flags(flags, given)
+    return _build(given)
+
+
+def _read_yaml(path: str, given: dict[str, list[_Raw]]) -> None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path!r}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path!r} is not valid YAML: {exc}") from None
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path!r}: expected a mapping of keys, got {data!r}")
+    for key, value in data.items():
+        entry = _LAYOUT.get(key)
+        if entry is None:
+            raise ConfigError(
+                f"{path}: unknown key {key!r}; known keys: {', '.join(sorted(_LAYOUT))}"
+            )
+        origin = f"{key} in {path}"
+        if isinstance(entry, Option) and not entry.per_key:
+            given[entry.name].append(_Raw(value, origin))
+            continue
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError(f"{origin}: expected a mapping, got {value!r}")
+        for sub, sub_value in value.items():
+            item = _Raw(sub_value, f"{key}.{sub} in {path}", str(sub))
+            if isinstance(entry, Option):
+                given[entry.name].append(item)
+            elif sub in entry:
+                given[entry[sub].name].append(item)
+            else:
+                raise ConfigError(
+                    f"{path}: unknown key {key}.{sub}; known keys under {key}: {', '.join(entry)}"
+                )
+
+
+def _read_flags(flags: Mapping[str, Any], given: dict[str, list[_Raw]]) -> None:
+    known = {option.name for option in OPTIONS if option.flag is not None}
+    unknown = sorted(set(flags) - known)
+    if unknown:
+        raise ConfigError(f"unknown flag key(s) {', '.join(unknown)} passed to load_settings")
+    for name, value in flags.items():
+        option = OPTION[name]
+        if value is None:
+            continue
+        if not option.per_key:
+            given[name].append(_Raw(value, f"flag {option.flag}"))
+            continue
+        metavar = option.type.upper()
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{option.flag}: expected {metavar} pairs, got {value!r}")
+        what = metavar.partition("=")[2]
+        for key, item in value.items():
+            given[name].append(_Raw(item, f"flag {option.flag} {key}={what}", str(key)))
+
+
+def _build(given: Mapping[str, list[_Raw]]) -> Settings:
+    values = dict(DEFAULTS)
+    origins: dict[str, str] = {}
+    for option in OPTIONS:
+        if option.per_key:
+            merged = dict(values[option.name])
+            merged.update((item.key, option.check(item)) for item in given[option.name])
+            values[option.name] = MappingProxyType(merged)
+            continue
+        for item in given[option.name]:
+            values[option.name] = option.check(item)  # each layer checked; the last one wins
+            origins[option.name] = item.origin
+    # Checks across options, on the values that won.
+    default, upstreams = values["default_upstream"], values["upstreams"]
+    if default not in upstreams:
+        raise ConfigError(
+            f"{origins.get('default_upstream', 'default_upstream')}: {default!r} is not a "
+            f"configured upstream; configured: {', '.join(sorted(upstreams))}"
+        )
+    host = values["host"]
+    if values["admin_token"] is None and not _is_loopback(host):
+        raise ConfigError(
+            f"{origins.get('host', 'listen.host')}: {host!r} is not a loopback address; "
+            "listening on it would expose /stats and /metrics to the network: set admin_token "
+            "(or TOOLSLIM_ADMIN_TOKEN) to protect them, or listen on 127.0.0.1"
+        )
+    top = {name: value for name, value in values.items() if "." not in name}
+    for group, cls in _GROUPS.items():
+        prefix = f"{group}."
+        top[group] = cls(
+            **{n.removeprefix(prefix): v for n, v in values.items() if n.startswith(prefix)}
+        )
+    return Settings(**top)
+
+
+def _yaml_text(value: Any) -> str:
+    text: str = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1 << 20)
+    return text.removesuffix("...\n").strip()
+
+
+def _spellings(option: Option) -> list[str]:
+    """How to set `option` besides the file, as the example's comments and docs say it."""
+    spellings = []
+    if option.flag is not None and option.type == "bool":
+        spellings.append(f"{option.flag}/--no-{option.flag.removeprefix('--')}")
+    elif option.flag is not None and option.per_key:
+        spellings.append(f"{option.flag} {option.type.upper()}")
+    elif option.flag is not None:
+        spellings.append(option.flag)
+    if option.env is not None:
+        spellings.append(option.env)
+    return spellings
+
+
+def _comment(text: str, indent: str) -> list[str]:
+    lines = textwrap.wrap(
+        text, width=100 - len(indent) - 2, break_long_words=False, break_on_hyphens=False
+    )
+    return [f"{indent}# {line}" for line in lines]
+
+
+_EXAMPLE_HEADER: Final = (
+    "toolslim configuration: every key with its default. Pass it with `toolslim serve --config "
+    "FILE` (or TOOLSLIM_CONFIG=FILE). Precedence: flags > environment > this file > defaults. "
+    "An unknown key is an error; so is a bad value in any layer, even one a flag overrides "
+    "(the message names the key and the value). Generated from toolslim.config.OPTIONS."
+)
+
+
+def render_example() -> str:
+    """config.example.yaml: every option at its default, its doc and spellings as comments."""
+    lines = _comment(_EXAMPLE_HEADER, "")
+    for key, entry in _LAYOUT.items():
+        lines.append("")
+        options = {key: entry} if isinstance(entry, Option) else entry
+        indent = "" if isinstance(entry, Option) else "  "
+        if indent:
+            lines.append(f"{key}:")
+        for sub, option in options.items():
+            spellings = ", ".join(_spellings(option))
+            lines += _comment(f"{option.doc} ({spellings})" if spellings else option.doc, indent)
+            if option.per_key and option.default:
+                lines.append(f"{indent}{sub}:")
+                lines += [f"{indent}  {k}: {_yaml_text(v)}" for k, v in option.default.items()]
+            else:
+                lines.append(f"{indent}{sub}: {option.default_text}")
+    return "\n".join(lines) + "\n"
+
+
+_DOCS_HEADER: Final = """\
+# Configuration
+
+Settings come from flags, then environment variables, then a YAML file (`--config FILE` or
+`TOOLSLIM_CONFIG`), then the defaults. Every given value is validated once at start-up, also one
+that a later layer overrides; an unknown key or a bad value stops the proxy with an error that
+names the key, variable or flag and repeats the value (never a secret). `toolslim report` reads
+the same file and takes `--pipeline` and the two `--cache-*-multiplier` flags.
+
+This table and [config.example.yaml](../config.example.yaml) are generated from
+`toolslim.config.OPTIONS`; a test holds them equal.
+
+| YAML key | Type | Default | Flag, environment | What it does |
+|---|---|---|---|---|
+"""
+
+
+def render_docs() -> str:
+    """docs/configuration.md: one table row per option."""
+    rows = []
+    for option in OPTIONS:
+        default = "`" + option.default_text.replace("|", "\\|") + "`"
+        spellings = ", ".join(f"`{s}`" for s in _spellings(option))
+        doc = option.doc.replace("*", "\\*")  # /v1/messages* is a path, not emphasis
+        rows.append(f"| `{option.yaml}` | {option.type} | {default} | {spellings} | {doc} |")
+    return _DOCS_HEADER + "\n".join(rows) + "\n"
