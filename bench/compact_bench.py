@@ -192,9 +192,9 @@ def main() -> None:
         results[label] = {"loads": baseline, "hit": hit / baseline, "miss": missed / baseline}
         mean_size = statistics.mean(len(b) for b in items)
         print(
-            f"{label:>6} {mean_size:>10,.0f} {baseline * 1e6:>9.0f} {hit * 1e6:>8.0f} "
+            f"{label:>6} {mean_size:>10,.0f} {baseline * 1e6:>9.0f} {hit * 1e6:>8.1f} "
             f"{hit / baseline:>6.2f} {missed * 1e6:>8.0f} {missed / baseline:>7.2f} "
-            f"{cold_hit * 1e6:>12.0f} {cold_floor * 1e6:>14.1f}"
+            f"{cold_hit * 1e6:>12.1f} {cold_floor * 1e6:>14.1f}"
         )
     verdict = all(r["hit"] <= 0.3 and r["miss"] <= 5 for r in results.values())
     print("goals (hit <= 0.3x, miss <= 5x):", "met" if verdict else "NOT met")

@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
-from test_app import ANTHROPIC, CANONICAL_TOOLS, FakeUpstream, dumps, settings_for
+from proxy_harness import ANTHROPIC, CANONICAL_TOOLS, FakeUpstream, dumps, settings_for
 from test_dashboard import (
     assert_page_matches,
     driver,  # noqa: F401  (the module-scoped Chromium fixture)

@@ -12,7 +12,8 @@ import pytest
 from child import python_output
 from toolslim import envelope
 from toolslim.catalog import serialize
-from toolslim.envelope import parse_catalogue
+from toolslim.envelope import Entry, parse_catalogue
+from toolslim.memo import Memo
 from toolslim.pipeline import (
     KNOWN,
     MEMO_SIZE,
@@ -138,14 +139,17 @@ def test_a_catalogue_skip_reason_reaches_the_report() -> None:
     assert run(body).runs == (ComponentRun("toolschema", "skipped", "duplicate_keys"),)
 
 
-def test_an_error_inside_compact_is_reported_per_component(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def broken(*args: Any) -> Any:
+class BrokenMemo(Memo[Entry, Any]):
+    """A memo that fails on lookup, as a bug inside compact would."""
+
+    def get(self, key: bytes) -> Entry | None:
         raise KeyError("x")
 
-    monkeypatch.setattr(envelope, "_locate", broken)
-    report = run(BODY)
+
+def test_an_error_inside_compact_is_reported_per_component() -> None:
+    pipeline = Pipeline(["toolschema"])
+    pipeline.memo = BrokenMemo(8)
+    report = pipeline.run(BODY)
     assert report.body is BODY
     assert report.runs == (ComponentRun("toolschema", "error", "KeyError"),)
     assert report.errors == (("toolschema", "KeyError"),)
@@ -162,12 +166,18 @@ def test_the_runner_itself_failing_still_returns_the_body(monkeypatch: pytest.Mo
     assert report.errors == (("toolschema", "RuntimeError: runner"),)
 
 
-def test_a_component_error_is_logged_once_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    def explode(schema: Any, tool_name: str | None) -> tuple[Any, Counter[str]]:
+class Exploding:
+    """A component that fails on every schema."""
+
+    name = "toolschema"
+
+    def rewrite(self, schema: Any, tool_name: str | None) -> tuple[Any, Counter[str]]:
         raise ValueError("bad schema")
 
+
+def test_a_component_error_is_logged_once_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(KNOWN, "toolschema", lambda options: Exploding())
     pipeline = Pipeline(["toolschema"])
-    monkeypatch.setattr(pipeline, "_rewrites", (explode,))
     report = pipeline.run(BODY)
     assert report.body is BODY
     assert report.runs[0].outcome == "error"
@@ -278,7 +288,7 @@ def test_memory_is_bounded_by_the_memo_entries_evicted_ones_are_freed_at_once() 
             body = json.dumps({"model": "m", "messages": [], "tools": tools}).encode()
             [applied] = pipeline.run(body).applied
             stages.append(weakref.ref(applied.stages))
-            pipeline.run(body)  # a hit: its report parts are cached on the entry
+            pipeline.run(body)  # a hit: the pipeline keeps its report parts per entry
             entries.append(weakref.ref(pipeline.memo.recent))  # type: ignore[arg-type]
         assert sum(1 for entry in entries if entry() is not None) == 8
         assert sum(1 for stage in stages if stage() is not None) == 8
