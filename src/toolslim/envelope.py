@@ -188,8 +188,8 @@ def compact(
         nested = api not in _NO_ADDITIONAL_TOOLS
         hit = memo_hit(body, memo, nested)
         if hit is not None:
-            start, entry = hit
-            return Compacted(_splice(body, ((start, entry, True),)), ((entry, True),))
+            at, memoized = hit
+            return Compacted(_splice(body, ((at, memoized, True),)), ((memoized, True),))
         located = _locate(body, nested)
         if isinstance(located, str):
             return Compacted((body,), reason=located)
