@@ -58,7 +58,8 @@ class Forwarder:
         received = time.perf_counter()
         target = request.raw_path
         route = route_request(target, request.headers, self.settings)
-        exchange = Exchange(route, request.method, target.partition("?")[0], received)
+        path = target.partition("?")[0]
+        exchange = Exchange(route, request.method, path, received, headers=request.headers)
         try:
             return await self._forward(request, exchange)
         except asyncio.CancelledError:
@@ -113,7 +114,7 @@ class Forwarder:
             exchange.report = pipeline.skip(body, "no_body")
             return None
         report, forwarded = transform(body, headers, pipeline, limit, exchange.route.api)
-        exchange.report = report
+        exchange.report, exchange.body = report, body
         payload = Pieces(forwarded)
         exchange.bytes_in, exchange.bytes_out = len(body), payload.length
         for component, message in report.errors:

@@ -276,8 +276,9 @@ class Connection:
             return data
         relay = self.relay
         received = time.perf_counter()
+        path = self.route.target.partition("?")[0]
         exchange = Exchange(
-            self.route, "WS", self.route.target.partition("?")[0], received, "websocket"
+            self.route, "WS", path, received, "websocket", self.request.headers, data
         )
         report, pieces = message(data, data, None, relay.pipeline, "openai-responses")
         exchange.report = report
