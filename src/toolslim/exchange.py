@@ -25,7 +25,6 @@ log = logging.getLogger("toolslim.app")
 
 MAX_COUNTING: Final = 64  # token counts queued at once; beyond, a request is not tokenized
 
-_NO_HEADERS: Final[Mapping[str, str]] = {}
 Tokens = Mapping[str, tuple[int, int]]  # component -> (tokens before, tokens after)
 Transport = Literal["http", "websocket"]
 
@@ -41,7 +40,7 @@ class Exchange:
     transport: Transport = "http"
     # The request's headers and body as received, for what is decided when it is counted
     # (which session it belongs to); never logged.
-    headers: Mapping[str, str] = _NO_HEADERS
+    headers: Mapping[str, str] | None = None
     body: bytes = b""
     report: RunReport | None = None
     tokens: asyncio.Future[dict[str, tuple[int, int]]] | None = None
