@@ -34,6 +34,7 @@ from proxy_harness import (
 )
 from toolslim.app import make_app
 from toolslim.pipeline import Pipeline
+from toolslim.websocket import event_type
 
 USAGE = {
     "input_tokens": 120,
@@ -505,3 +506,44 @@ async def test_sigterm_lets_the_response_in_flight_finish_then_closes_the_websoc
             process.wait(5)
         _, err = process.communicate(timeout=5)
     assert "WS /v1/responses upstream=openai api=openai-responses status=200" in err.decode()
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        (b'{"type":"response.create","model":"m"}', b"response.create"),
+        (b' { "type" : "error", "status": 429}', b"error"),
+        (b'{"model":"m","type":"response.create"}', b"response.create"),  # type not first
+        (b'{"model":"m","input":[{"type":"response.create"}]}', None),  # nested, not its type
+        (b"[1, 2]", None),
+        (b"not json", None),
+    ],
+)
+def test_a_messages_type_is_its_top_level_type_member(message: bytes, kind: bytes | None) -> None:
+    assert event_type(message) == kind
+
+
+async def test_an_error_event_ends_its_response_and_counts_with_the_status_it_names(
+    aiohttp_server: Any, client: aiohttp.ClientSession
+) -> None:
+    async def failing(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        async for msg in ws:
+            if msg.type is WSMsgType.TEXT:
+                error = {"type": "error", "status": 429, "error": {"message": "slow down"}}
+                await ws.send_str(json.dumps(error))
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", failing)
+    upstream = await aiohttp_server(app)
+    proxy = await start_proxy(aiohttp_server, f"http://127.0.0.1:{upstream.port}")
+    async with client.ws_connect(proxy.make_url("/v1/responses")) as ws:
+        type_last = {"model": "m", "input": [], "type": "response.create"}  # still a request
+        await ws.send_str(json.dumps(type_last))
+        assert json.loads((await ws.receive(timeout=5)).data)["type"] == "error"
+    snapshot = await stats_of(client, proxy, lambda s: s["websockets"]["active"] == 0)
+    assert snapshot["requests"]["total"] == 1
+    assert snapshot["requests"]["by_status"]["4xx"] == 1
+    assert snapshot["usage"]["usage_unavailable"] == 1

@@ -66,12 +66,12 @@ _DROPPED: Final = REQUEST_REBUILT | _HANDSHAKE
 _RELAYED_REFUSALS: Final = frozenset({401, 403, 429})
 _REFUSAL_BODY: Final = 64 * 1024  # bytes of a refusal's body kept to relay
 _CLOSE_WAIT: Final = 10.0  # seconds a close handshake may take on either leg
-_CREATE: Final = re.compile(rb'\A\s*\{.*?"type"\s*:\s*"response\.create"', re.DOTALL)
 # The events that end a response (Responses API streaming events; `error` ends it too).
-_TERMINAL: Final = re.compile(
-    rb'"type"\s*:\s*"(response\.(?:completed|done|failed|incomplete)|error)"'
+_TERMINAL: Final = frozenset(
+    {b"response.completed", b"response.done", b"response.failed", b"response.incomplete", b"error"}
 )
-_HEAD: Final = 256  # a terminal event names its type first; the head is searched first
+# OpenAI writes an event's `type` first; any other order is read by parsing the message.
+_FIRST_TYPE: Final = re.compile(rb'\s*\{\s*"type"\s*:\s*"([^"\\]*)"')
 
 
 class Refused(Exception):
@@ -272,7 +272,7 @@ class Connection:
     def _rewrite(self, data: bytes) -> bytes:
         """A client's text message: a `response.create` goes through the pipeline and is
         counted as a request; any other message goes on as it is."""
-        if not _CREATE.match(data):
+        if event_type(data) != b"response.create":
             return data
         relay = self.relay
         received = time.perf_counter()
@@ -309,11 +309,11 @@ class Connection:
         started = time.perf_counter()
         response = self.inflight[0]
         response.reader.feed(data)
-        terminal = _TERMINAL.search(data, 0, _HEAD) or _TERMINAL.search(data)
-        if terminal is not None:
+        kind = event_type(data)
+        if kind in _TERMINAL:
             self.inflight.popleft()
             exchange = response.exchange
-            exchange.status = 200 if terminal.group(1) != b"error" else 400
+            exchange.status = 200 if kind != b"error" else _error_status(data)
             exchange.observer = response.reader
             exchange.overhead += time.perf_counter() - started
             self.relay.ledger.finish(exchange)
@@ -330,6 +330,27 @@ class Connection:
                 exchange.failure = "reset"
                 exchange.status = 502
             self.relay.ledger.finish(exchange)
+
+
+def event_type(data: bytes) -> bytes | None:
+    """The `type` of a JSON object message, or None for anything else."""
+    if (first := _FIRST_TYPE.match(data)) is not None:
+        return first.group(1)
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind.encode() if isinstance(kind, str) else None
+
+
+def _error_status(data: bytes) -> int:
+    """An `error` event's HTTP status (the Responses WebSocket sends one), else 400."""
+    try:
+        status = orjson.loads(data).get("status")
+    except (orjson.JSONDecodeError, AttributeError):
+        return 400
+    return status if type(status) is int and 400 <= status <= 599 else 400
 
 
 def _reason(extra: object) -> bytes:
