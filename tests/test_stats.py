@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from toolslim.pipeline import ComponentRun, RunReport, skipped_report
-from toolslim.stats import Histogram, Stats
+from toolslim.stats import Histogram, Stats, percentile
 from toolslim.usage import Usage
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "stats.md"
@@ -136,6 +136,14 @@ def test_percentiles_are_nearest_rank_over_the_sorted_window() -> None:
     snap = h.snapshot()
     # sorted window [1..100]: the smallest value with q% of samples at or below it
     assert (snap["p50"], snap["p90"], snap["p99"]) == (50.0, 90.0, 99.0)
+
+
+def test_percentile_is_nearest_rank_for_integer_samples_too() -> None:
+    values = list(range(1, 11))
+    assert [percentile(values, p) for p in (50, 90, 99, 100)] == [5, 9, 10, 10]
+    assert [percentile([7], p) for p in (50, 99)] == [7, 7]
+    assert percentile([], 50) is None
+    assert percentile(list(range(1, 101)), 99) == 99
 
 
 def test_percentiles_of_a_single_sample_are_that_sample_and_of_none_are_null() -> None:

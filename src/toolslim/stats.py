@@ -11,7 +11,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from toolslim.pipeline import RunReport
 from toolslim.usage import Usage
@@ -69,12 +69,16 @@ class Histogram:
             "count": running,
             "sum": self.total,
             "buckets": cumulative,
-            **{f"p{q}": _percentile(ordered, q) for q in (50, 90, 99)},
+            **{f"p{q}": percentile(ordered, q) for q in (50, 90, 99)},
         }
 
 
-def _percentile(ordered: Sequence[float], q: int) -> float | None:
-    """Nearest-rank percentile: the smallest sample with at least q% of samples at or below."""
+Sample = TypeVar("Sample", int, float)
+
+
+def percentile(ordered: Sequence[Sample], q: int) -> Sample | None:
+    """Nearest-rank percentile of sorted samples: the smallest with at least q% of them at or
+    below it (integer arithmetic, so no rounding), or None for no samples."""
     if not ordered:
         return None
     return ordered[max(0, -(-len(ordered) * q // 100) - 1)]
