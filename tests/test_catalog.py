@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from golden_cases import golden
-from toolslim.catalog import count_tools, rewrite_catalogue, serialize
+from toolslim.catalog import count_tools, leaf_tools, rewrite_catalogue, serialize
 from toolslim.envelope import parse_catalogue
 from toolslim.pipeline import Pipeline
 from toolslim.schema import TooDeep, ToolSchema
@@ -146,6 +146,32 @@ def test_count_tools_counts_leaf_tools_not_groups() -> None:
     catalogue = SHAPES["responses namespace"] + SHAPES["openai chat"] + SHAPES["gemini"]
     assert count_tools(catalogue) == 3
     assert count_tools([]) == 0
+
+
+def test_leaf_tools_are_the_tools_count_tools_counts_in_document_order() -> None:
+    catalogue = [*SHAPES["responses namespace"], *SHAPES["openai chat"], *SHAPES["gemini"]]
+    catalogue += ["not a tool", {"type": "web_search"}, {"type": "namespace", "tools": []}]
+    leaves = leaf_tools(catalogue)
+    expected = [
+        catalogue[0]["tools"][0],
+        catalogue[1]["function"],
+        catalogue[2]["functionDeclarations"][0],
+        catalogue[4],
+    ]
+    assert len(leaves) == len(expected) == count_tools(catalogue)
+    assert all(leaf is tool for leaf, tool in zip(leaves, expected, strict=True))
+
+
+def test_a_group_with_its_own_schema_has_it_rewritten_in_document_order() -> None:
+    inner = {"name": "a", "parameters": {"title": "inner"}}
+    group = {"name": "ns", "tools": [inner], "parameters": {"title": "group"}}
+    recorder = Recorder()
+    rewrite_catalogue([group], recorder)
+    assert [name for name, _ in recorder.seen] == ["a", "ns"]
+    out, change = rewrite_catalogue([group], ToolSchema().rewrite)
+    assert out == [{"name": "ns", "tools": [{"name": "a", "parameters": {}}], "parameters": {}}]
+    assert (change.tools_seen, change.tools_changed) == (1, 1)  # the group is not a tool
+    assert change.removed == Counter({"title": 2})
 
 
 def test_tool_groups_nested_past_the_limit_are_refused() -> None:

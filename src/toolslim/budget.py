@@ -21,7 +21,8 @@ from toolslim.schema import (
     TooDeep,
     decode_pointer,
     is_too_deep,
-    map_holder,
+    put_subschema,
+    subschemas_of,
     survey,
 )
 
@@ -258,19 +259,11 @@ def _rewrite(node: JSON, depth: int, edit: Edit) -> JSON:
     if not descend or HOLDS_SUBSCHEMAS.isdisjoint(node):
         return node
     changed: dict[str, JSON] = {}
-    for key in HOLDS_SUBSCHEMAS.intersection(node):
-        value = node[key]
-        new = _rewrite_holder(key, value, depth + 1, edit)
-        if new is not value:
-            changed[key] = new
-    if not changed:
-        return node
-    return {k: changed.get(k, v) for k, v in node.items()}
-
-
-def _rewrite_holder(key: str, value: JSON, depth: int, edit: Edit) -> JSON:
-    """`value` of keyword `key` with each subschema it holds rewritten."""
-    return map_holder(key, value, lambda sub, _: _rewrite(sub, depth, edit))
+    for keyword, member, sub in subschemas_of(node):
+        new = _rewrite(sub, depth + 1, edit)
+        if new is not sub:
+            put_subschema(changed, node, keyword, member, new)
+    return {**node, **changed} if changed else node
 
 
 def _settle(new: JSON, original: dict[str, JSON]) -> JSON:

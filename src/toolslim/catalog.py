@@ -16,13 +16,13 @@ from typing import Literal
 import orjson
 
 from toolslim.schema import (
-    DEPENDENCIES,
+    HOLDS_SUBSCHEMAS,
     JSON,
     MAX_DEPTH,
-    SUBSCHEMA,
-    SUBSCHEMA_LISTS,
     SUBSCHEMA_MAPS,
     TooDeep,
+    put_subschema,
+    subschemas_of,
 )
 
 # The APIs a request can be sent to, as routing names them; "other" is any path the proxy
@@ -52,6 +52,10 @@ NESTED_TOOL = "function"  # OpenAI Chat: {"type": "function", "function": {...}}
 
 Rewrite = Callable[[JSON, "str | None"], tuple[JSON, Counter[str]]]
 
+# An edit sees one tool schema, the tool object holding it and how deeply that tool is nested
+# in the catalogue; it returns the schema to use (the same object when nothing changed).
+SchemaEdit = Callable[[JSON, dict[str, JSON], int], JSON]
+
 
 @dataclass
 class CatalogueChange:
@@ -67,50 +71,78 @@ def rewrite_catalogue(
 ) -> tuple[list[JSON], CatalogueChange]:
     """Apply `rewrite` to every tool schema; the same list comes back when nothing changed."""
     change = CatalogueChange()
-    tools = [_rewrite_tool(tool, rewrite, change, 0) for tool in catalogue]
-    if all(new is old for new, old in zip(tools, catalogue, strict=True)):
-        return catalogue, change
+
+    def edit(schema: JSON, tool: dict[str, JSON], depth: int) -> JSON:
+        name = tool.get("name")
+        new, removed = rewrite(schema, name if isinstance(name, str) else None)
+        if removed:
+            change.removed.update(removed)
+        return new
+
+    leaves: list[tuple[dict[str, JSON], bool]] = []
+    tools = _each_tool(catalogue, edit, leaves, 0)
+    change.tools_seen = len(leaves)
+    change.tools_changed = sum(changed for _, changed in leaves)
     return tools, change
 
 
-def _rewrite_tool(tool: JSON, rewrite: Rewrite, change: CatalogueChange, depth: int) -> JSON:
-    if not isinstance(tool, dict):
-        return tool
-    if depth > MAX_DEPTH:
-        raise TooDeep(depth)
-    name = tool.get("name")
-    name = name if isinstance(name, str) else None
-    out: dict[str, JSON] | None = None
-    holds_tools = False
-    changed_here = False
-    for key, value in tool.items():
-        new = value
-        if key in SCHEMA_KEYS and isinstance(value, (dict, bool)):
-            new, removed = rewrite(value, name)
-            change.removed.update(removed)
-            changed_here = changed_here or new is not value
-        elif key == NESTED_TOOL and isinstance(value, dict):
-            holds_tools = True
-            new = _rewrite_tool(value, rewrite, change, depth + 1)
-        elif key in NESTED_TOOL_LISTS and isinstance(value, list):
-            holds_tools = True
-            new = [_rewrite_tool(t, rewrite, change, depth + 1) for t in value]
-            if all(a is b for a, b in zip(new, value, strict=True)):
-                new = value
-        if new is not value:
-            if out is None:
-                out = dict(tool)
-            out[key] = new
-    if not holds_tools:
-        change.tools_seen += 1
-        change.tools_changed += changed_here
-    return tool if out is None else out
+def leaf_tools(catalogue: list[JSON]) -> list[dict[str, JSON]]:
+    """The leaf tools in document order: the object inside an OpenAI Chat `function` wrapper,
+    each Gemini declaration, each tool of a Responses namespace, every other tool object."""
+    leaves: list[tuple[dict[str, JSON], bool]] = []
+    _each_tool(catalogue, _keep, leaves, 0)
+    return [tool for tool, _ in leaves]
 
 
 def count_tools(catalogue: list[JSON]) -> int:
     """Leaf tools in a catalogue (namespace groups and declaration lists are not tools)."""
-    _, change = rewrite_catalogue(catalogue, lambda schema, _name: (schema, Counter()))
-    return change.tools_seen
+    return len(leaf_tools(catalogue))
+
+
+def _keep(schema: JSON, tool: dict[str, JSON], depth: int) -> JSON:
+    return schema
+
+
+def _each_tool(
+    tools: list[JSON], edit: SchemaEdit, leaves: list[tuple[dict[str, JSON], bool]], depth: int
+) -> list[JSON]:
+    """`tools` with `edit` applied to every tool schema in document order, nested tools
+    included; each leaf tool (one that holds no tools) is appended to `leaves` with whether
+    its schemas changed. The same list and objects come back where nothing changed.
+
+    The one walk over where tools nest (NESTED_TOOL, NESTED_TOOL_LISTS): rewriting,
+    serializing and counting all go through it."""
+    out = [_one_tool(tool, edit, leaves, depth) for tool in tools]
+    return tools if all(a is b for a, b in zip(out, tools, strict=True)) else out
+
+
+def _one_tool(
+    tool: JSON, edit: SchemaEdit, leaves: list[tuple[dict[str, JSON], bool]], depth: int
+) -> JSON:
+    if not isinstance(tool, dict):
+        return tool
+    if depth > MAX_DEPTH:
+        raise TooDeep(depth)
+    out: dict[str, JSON] | None = None
+    leaf = True
+    for key, value in tool.items():
+        if key in SCHEMA_KEYS:
+            new = edit(value, tool, depth) if isinstance(value, (dict, bool)) else value
+        elif key == NESTED_TOOL and isinstance(value, dict):
+            leaf = False
+            new = _one_tool(value, edit, leaves, depth + 1)
+        elif key in NESTED_TOOL_LISTS and isinstance(value, list):
+            leaf = False
+            new = _each_tool(value, edit, leaves, depth + 1)
+        else:
+            continue
+        if new is not value:
+            if out is None:
+                out = dict(tool)
+            out[key] = new
+    if leaf:
+        leaves.append((tool, out is not None))
+    return tool if out is None else out
 
 
 def serialize(catalogue: list[JSON]) -> bytes:
@@ -119,34 +151,16 @@ def serialize(catalogue: list[JSON]) -> bytes:
     is the order a model writes arguments in, so it is kept.
 
     orjson sorts everything in C; each order-keeping map is pre-serialized into an
-    orjson.Fragment, so the Python walk touches only schema nodes that hold such maps.
+    orjson.Fragment, so the Python walk touches only schema nodes that hold subschemas.
     """
-    return orjson.dumps([_tool_fragments(tool, 0) for tool in catalogue], option=_SORTED)
+    return orjson.dumps(_each_tool(catalogue, _fragments, [], 0), option=_SORTED)
 
 
 _SORTED = orjson.OPT_SORT_KEYS
 
 
-def _tool_fragments(tool: JSON, depth: int) -> JSON:
-    if not isinstance(tool, dict):
-        return tool
-    if depth > MAX_DEPTH:
-        raise TooDeep(depth)
-    out: dict[str, JSON] | None = None
-    for key, value in tool.items():
-        if key in SCHEMA_KEYS:
-            new = schema_fragments(value, depth + 1)
-        elif key == NESTED_TOOL and isinstance(value, dict):
-            new = _tool_fragments(value, depth + 1)
-        elif key in NESTED_TOOL_LISTS and isinstance(value, list):
-            new = [_tool_fragments(t, depth + 1) for t in value]
-        else:
-            continue
-        if new is not value:
-            if out is None:
-                out = dict(tool)
-            out[key] = new
-    return tool if out is None else out
+def _fragments(schema: JSON, tool: dict[str, JSON], depth: int) -> JSON:
+    return schema_fragments(schema, depth + 1)
 
 
 def schema_fragments(node: JSON, depth: int = 0) -> JSON:
@@ -155,34 +169,17 @@ def schema_fragments(node: JSON, depth: int = 0) -> JSON:
         return node
     if depth > MAX_DEPTH:
         raise TooDeep(depth)
-    out: dict[str, JSON] | None = None
-    for key, value in node.items():
-        if key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            new: JSON = orjson.Fragment(
-                b"{"
-                + b",".join(
-                    orjson.dumps(name)
-                    + b":"
-                    + orjson.dumps(schema_fragments(sub, depth + 2), option=_SORTED)
-                    for name, sub in value.items()
-                )
-                + b"}"
-            )
-        elif key == DEPENDENCIES and isinstance(value, dict):
-            new = {name: schema_fragments(sub, depth + 2) for name, sub in value.items()}
-        elif key in SUBSCHEMA_LISTS or (key == "items" and isinstance(value, list)):
-            if not isinstance(value, list):
-                continue
-            new = [schema_fragments(sub, depth + 2) for sub in value]
-            if all(a is b for a, b in zip(new, value, strict=True)):
-                continue
-        elif key in SUBSCHEMA:
-            new = schema_fragments(value, depth + 1)
-            if new is value:
-                continue
-        else:
-            continue
-        if out is None:
-            out = dict(node)
-        out[key] = new
-    return node if out is None else out
+    if HOLDS_SUBSCHEMAS.isdisjoint(node):
+        return node
+    changed: dict[str, JSON] = {}
+    ordered: dict[str, list[bytes]] = {}
+    for keyword, member, sub in subschemas_of(node):
+        new = schema_fragments(sub, depth + 1 if member is None else depth + 2)
+        if keyword in SUBSCHEMA_MAPS:
+            member_bytes = orjson.dumps(member) + b":" + orjson.dumps(new, option=_SORTED)
+            ordered.setdefault(keyword, []).append(member_bytes)
+        elif new is not sub:
+            put_subschema(changed, node, keyword, member, new)
+    for keyword, members in ordered.items():
+        changed[keyword] = orjson.Fragment(b"{" + b",".join(members) + b"}")
+    return {**node, **changed} if changed else node

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from toolslim.schema import JSON, MAX_DEPTH, TooDeep, decode_pointer, subschemas
+from toolslim.schema import JSON, MAX_DEPTH, TooDeep, decode_pointer, subschemas_of
 
 # The root definition tables: `$defs` (2019-09 and later) and `definitions` (draft-04 to 07).
 TABLES = ("$defs", "definitions")
@@ -28,8 +28,9 @@ UNSAFE_KEYWORDS = {
 # Keywords that set a new base URI below the root (`id` is draft-04's spelling of `$id`).
 ID_KEYWORDS = ("$id", "id")
 
-UNSAFE = "unsafe:"  # prefix of the skip reasons in the component's Counter
-REMOVED = "definitions"  # the Counter key of removed definitions
+# Keys of the component's Counter: `unsafe:<reason>` when it skips, `definitions` removed.
+UNSAFE = "unsafe:"
+REMOVED = "definitions"
 
 MISSING = object()  # what `resolve` returns when a pointer selects nothing
 
@@ -116,8 +117,8 @@ def _scan(node: JSON, depth: int, found: _Scan, *, root: bool = False) -> None:
                 found.reasons.add(reason)
         if depth and any(isinstance(node.get(k), str) for k in ID_KEYWORDS):
             found.reasons.add("embedded_id")
-        for path, sub in subschemas(node):
-            if isinstance(sub, dict) and not (root and node is top and path[0] in TABLES):
+        for keyword, _, sub in subschemas_of(node):
+            if isinstance(sub, dict) and not (root and node is top and keyword in TABLES):
                 stack.append((sub, depth + 1))
 
 
@@ -129,7 +130,7 @@ def _note_reference(reference: JSON, found: _Scan) -> None:
     else:
         pointer = decode_pointer(reference)
         if pointer is None:
-            found.reasons.add("anchor_ref")  # a plain-name fragment: `#name`
+            found.reasons.add("anchor_ref")
         else:
             found.pointers.append(pointer)
 

@@ -11,18 +11,18 @@ import binascii
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import orjson
 
-from toolslim.catalog import NESTED_TOOL, NESTED_TOOL_LISTS, count_tools, serialize
+from toolslim.catalog import leaf_tools, serialize
 from toolslim.envelope import is_additional_tools, parse_catalogue
 from toolslim.pipeline import Pipeline, RunReport
 from toolslim.pipeline import count_tokens as pipeline_tokens
 from toolslim.schema import JSON
-from toolslim.stats import READ_MULTIPLIER, WRITE_MULTIPLIER, break_even
+from toolslim.stats import READ_MULTIPLIER, WRITE_MULTIPLIER, break_even, percentile
 from toolslim.tokens import count_tokens
 
 PERCENTILES = (50, 90, 99)
@@ -42,18 +42,6 @@ REQUEST_KEYS = frozenset(
 CAPTURE_VERSION = 1
 _WS = b" \t\r\n"
 LOSSY = "toolbudget"  # the one component that changes what the model is told
-
-
-def percentile(ordered: Sequence[int], p: float) -> int | None:
-    """Nearest-rank percentile of sorted values: the smallest value with at least p% of the
-    values at or below it. None for no values."""
-    if not ordered:
-        return None
-    rank = max(1, math.ceil(p / 100 * len(ordered)))
-    return ordered[rank - 1]
-
-
-# Reading files
 
 
 @dataclass
@@ -144,9 +132,6 @@ def _reasons(counts: Counter[str]) -> str:
     return ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
 
 
-# Measuring
-
-
 @dataclass(frozen=True, slots=True)
 class Measured:
     """One catalogue: leaf tools, tokens of its canonical form, and tokens of each leaf tool."""
@@ -231,9 +216,12 @@ class Replayer:
             key = hashlib.sha256(_canonical(catalogue)).digest()
         measured = self._measured.get(key)
         if measured is None:
-            leaves = [count_tokens(_canonical([leaf])[1:-1]) for leaf in _leaves(catalogue)]
+            # Written whole first: tools nested too deep make it unmeasurable here, before
+            # leaf_tools (which refuses the same depth with TooDeep) walks them.
             tokens = count_tokens(_canonical(catalogue))
-            measured = Measured(count_tools(catalogue), tokens, tuple(leaves))
+            leaves = leaf_tools(catalogue)
+            per_tool = tuple(count_tokens(_canonical([leaf])[1:-1]) for leaf in leaves)
+            measured = Measured(len(leaves), tokens, per_tool)
             self._measured[key] = measured
         return measured
 
@@ -278,24 +266,6 @@ def catalogues(document: JSON) -> list[list[JSON]]:
     if isinstance(items, list):
         found += [item["tools"] for item in items if is_additional_tools(item)]
     return found
-
-
-def _leaves(tools: list[JSON]) -> Iterator[JSON]:
-    """Leaf tools in order, as catalog.count_tools counts them: the object inside an OpenAI
-    Chat `function` wrapper, each Gemini declaration, each tool of a Responses namespace."""
-    for tool in tools:
-        if not isinstance(tool, dict):
-            continue
-        holds_tools = False
-        for key, value in tool.items():
-            if key == NESTED_TOOL and isinstance(value, dict):
-                holds_tools = True
-                yield from _leaves([value])
-            elif key in NESTED_TOOL_LISTS and isinstance(value, list):
-                holds_tools = True
-                yield from _leaves(value)
-        if not holds_tools:
-            yield tool
 
 
 def summarize(
@@ -349,9 +319,6 @@ def _percentiles(ordered: list[int]) -> dict[str, int | None]:
     out = {f"p{p}": percentile(ordered, p) for p in PERCENTILES}
     out["max"] = ordered[-1] if ordered else None
     return out
-
-
-# Rendering
 
 
 def render(summary: dict[str, Any]) -> str:

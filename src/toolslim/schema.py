@@ -1,14 +1,15 @@
 """PURE. JSON-Schema knowledge as named tables, and the positional annotation stripper that is
 the `toolschema` component. Values in, values out: no I/O, no logging, no globals that change.
 
-Recursion follows subschema positions only (drafts 4 to 2020-12); it never reads a property name
-and never enters instance data (`const`, `default`, `enum`, `examples`) or unknown keywords.
+Every walker recurses through `subschemas_of`, the subschema positions of drafts 4 to 2020-12: it
+never reads a property name and never enters instance data (`const`, `default`, `enum`,
+`examples`) or unknown keywords.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -31,7 +32,8 @@ ANNOTATIONS = frozenset(
     }
 )
 
-# Keywords whose value maps names to subschemas (values are schemas, keys are never read).
+# Subschema keywords by the shape of their value: a map of names to subschemas (the names are
+# never read), one subschema (`items` also has the draft-07 list form), a list of subschemas.
 SUBSCHEMA_MAPS = frozenset(
     {
         "$defs",
@@ -42,7 +44,6 @@ SUBSCHEMA_MAPS = frozenset(
     }
 )
 
-# Keywords whose value is one subschema (`items` also has the draft-07 list form).
 SUBSCHEMA = frozenset(
     {
         "additionalItems",
@@ -60,7 +61,6 @@ SUBSCHEMA = frozenset(
     }
 )
 
-# Keywords whose value is a list of subschemas.
 SUBSCHEMA_LISTS = frozenset(
     {
         "allOf",
@@ -84,10 +84,8 @@ REFERENCE_KEYWORDS = frozenset(
     }
 )
 
-# Keywords whose string value may carry a JSON-Pointer fragment.
 POINTER_KEYWORDS = ("$dynamicRef", "$recursiveRef", "$ref")
 
-# `$schema` URIs we recognise, normalised (http, no trailing `#`).
 DIALECTS = {
     "http://json-schema.org/draft-06/schema": "draft-06",
     "http://json-schema.org/draft-07/schema": "draft-07",
@@ -150,14 +148,6 @@ def dialect(uri: object) -> str | None:
     return DIALECTS.get(normal)
 
 
-def subschemas(node: JSON) -> Iterator[tuple[tuple[str, ...], JSON]]:
-    """Each direct subschema of a schema node with its relative path (keyword[, name|index])."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in HOLDS_SUBSCHEMAS:
-                yield from _children(key, value)
-
-
 def decode_pointer(reference: str) -> tuple[str, ...] | None:
     """The JSON-Pointer tokens of a reference's fragment, or None if it has no pointer.
 
@@ -174,10 +164,53 @@ def decode_pointer(reference: str) -> tuple[str, ...] | None:
     return tuple(t.replace("~1", "/").replace("~0", "~") for t in fragment[1:].split("/"))
 
 
-# Every keyword that can hold a subschema, for one C-speed set intersection per node.
 HOLDS_SUBSCHEMAS = SUBSCHEMA_MAPS | SUBSCHEMA | SUBSCHEMA_LISTS | {DEPENDENCIES}
-# Keywords `_strip` may remove: annotations always, `$id` when the plan says so.
 _MAYBE_REMOVED = ANNOTATIONS | {"$id"}
+
+Member = str | int | None  # where a subschema sits in its keyword's value: name, index, or itself
+
+
+def subschemas_of(node: dict[str, JSON]) -> Iterator[tuple[str, Member, JSON]]:
+    """Each value in a subschema position of a schema object, as (keyword, member, value).
+
+    The one reading of the tables every walker shares: the keyword's value itself
+    (SUBSCHEMA, member None), each item of a list (SUBSCHEMA_LISTS and the draft-07 list form
+    of `items`, member an index) or each member of a map (SUBSCHEMA_MAPS and `dependencies`,
+    whose property-name arrays are not schemas; member a name). A value of another shape
+    holds no subschema. Values may be any JSON: only objects have keywords to walk.
+    Keywords come in set order, members in document order.
+    """
+    for keyword in HOLDS_SUBSCHEMAS.intersection(node):
+        value = node[keyword]
+        if isinstance(value, list):
+            if keyword in SUBSCHEMA_LISTS or keyword == "items":
+                for index, sub in enumerate(value):
+                    yield keyword, index, sub
+        elif keyword in SUBSCHEMA:
+            yield keyword, None, value
+        elif isinstance(value, dict) and keyword not in SUBSCHEMA_LISTS:
+            for name, sub in value.items():
+                if keyword != DEPENDENCIES or isinstance(sub, (dict, bool)):
+                    yield keyword, name, sub
+
+
+def put_subschema(
+    changed: dict[str, JSON], node: dict[str, JSON], keyword: str, member: Member, new: JSON
+) -> None:
+    """Note in `changed` (keyword -> its new value) that the subschema `subschemas_of(node)`
+    gave at (keyword, member) is now `new`; the list or map holding it is copied, once."""
+    if member is None:
+        changed[keyword] = new
+        return
+    holder = changed.get(keyword)
+    if holder is None:
+        holder = changed[keyword] = node[keyword].copy()
+    holder[member] = new
+
+
+def steps(keyword: str, member: Member) -> tuple[str, ...]:
+    """The JSON-Pointer tokens from a schema object to its subschema at (keyword, member)."""
+    return (keyword,) if member is None else (keyword, str(member))
 
 
 class Survey:
@@ -211,18 +244,12 @@ def survey(schema: JSON) -> Survey:
                     found.pointers.append(pointer)
         if depth and "$id" in node:
             embedded_ids = True
+        if HOLDS_SUBSCHEMAS.isdisjoint(node):
+            continue
+        if isinstance(node.get("items"), list):
+            found.keywords.add(LIST_ITEMS)
         below = depth + 1
-        for key in HOLDS_SUBSCHEMAS.intersection(node):
-            value = node[key]
-            if isinstance(value, dict):
-                if key in SUBSCHEMA:
-                    stack.append((value, below))
-                else:  # a name -> schema map, or draft-07 `dependencies`
-                    stack += [(sub, below) for sub in value.values() if isinstance(sub, dict)]
-            elif isinstance(value, list):
-                if key == "items":
-                    found.keywords.add(LIST_ITEMS)
-                stack += [(sub, below) for sub in value if isinstance(sub, dict)]
+        stack += [(sub, below) for _, _, sub in subschemas_of(node) if isinstance(sub, dict)]
     if found.pointers and embedded_ids:
         # Pointers resolve against the nearest `$id`; where ids are embedded, protect the
         # pointer's path below each of them too (rare, so a second walk with paths).
@@ -230,57 +257,41 @@ def survey(schema: JSON) -> Survey:
     return found
 
 
-def _children(key: str, value: JSON) -> Iterator[tuple[tuple[str, ...], JSON]]:
-    """The subschemas keyword `key` holds in `value`, with their relative paths."""
-    if key in SUBSCHEMA_MAPS:
-        if isinstance(value, dict):
-            for name, sub in value.items():
-                yield (key, name), sub
-    elif key in SUBSCHEMA_LISTS or (key == "items" and isinstance(value, list)):
-        if isinstance(value, list):
-            for index, sub in enumerate(value):
-                yield (key, str(index)), sub
-    elif key in SUBSCHEMA:
-        yield (key,), value
-    elif isinstance(value, dict):  # DEPENDENCIES: array values are lists of names
-        for name, sub in value.items():
-            if isinstance(sub, (dict, bool)):
-                yield (key, name), sub
-
-
 def _walk(node: JSON, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], dict[str, JSON]]]:
     """Every schema object under `node` with its path from the schema root."""
     if isinstance(node, dict):
         yield path, node
-        for key in HOLDS_SUBSCHEMAS.intersection(node):
-            for relative, sub in _children(key, node[key]):
-                yield from _walk(sub, path + relative)
+        for keyword, member, sub in subschemas_of(node):
+            yield from _walk(sub, path + steps(keyword, member))
 
 
 class _Plan:
-    """What may go from one tool's schema, decided from its survey."""
+    """What may go from one tool's schema, decided from its survey. `protected` holds the
+    keyword paths a JSON Pointer runs through, below each resource root."""
 
-    __slots__ = ("drop_ids", "drop_schema", "protected")
+    __slots__ = ("drop_ids", "keywords", "protected")
 
     def __init__(self, found: Survey) -> None:
         self.drop_ids = not found.references
-        # Dialects whose root `$schema` may go: none while references resolve against it.
-        self.drop_schema = (
-            frozenset()
-            if found.references
-            else frozenset(
-                name
-                for name, conflicts in DIALECT_CONFLICTS.items()
-                if conflicts.isdisjoint(found.keywords)
-            )
-        )
-        # Keyword paths a JSON Pointer runs through, below each resource root.
+        self.keywords = found.keywords
         self.protected = frozenset(
             root + pointer[:end]
             for pointer in found.pointers
             for root in found.resource_roots
             for end in range(1, len(pointer) + 1)
         )
+
+    def drops_schema(self, uri: JSON) -> bool:
+        """Whether the root `$schema` naming `uri` may go: never while references resolve
+        against it, nor while a keyword in use validates differently under its dialect.
+
+        Only the root's goes: it names the dialect the providers assume anyway. A nested one
+        sets its subschema's dialect for any reader (jsonschema switches there), so it stays.
+        """
+        if not self.drop_ids:
+            return False
+        name = dialect(uri)
+        return name is not None and DIALECT_CONFLICTS[name].isdisjoint(self.keywords)
 
 
 class ToolSchema:
@@ -296,10 +307,7 @@ class ToolSchema:
         plan = _Plan(survey(schema))
         path = () if plan.protected else None
         out = _strip(schema, plan, path, removed)
-        # Only the root's `$schema` goes: it names the dialect the providers assume anyway.
-        # A nested one sets its subschema's dialect for any reader (jsonschema switches
-        # there), and what dropping it would leave depends on the reader: it stays.
-        if "$schema" in out and dialect(out["$schema"]) in plan.drop_schema:
+        if "$schema" in out and plan.drops_schema(out["$schema"]):
             removed["$schema"] += 1
             out = {k: v for k, v in out.items() if k != "$schema"}
         return out, removed
@@ -314,7 +322,7 @@ def _strip(
     """
     if _MAYBE_REMOVED.isdisjoint(node):
         if HOLDS_SUBSCHEMAS.isdisjoint(node):
-            return node  # a leaf with nothing to remove: most nodes end here
+            return node
         drop = []
     else:
         drop = [
@@ -323,55 +331,16 @@ def _strip(
         if drop and path is not None:
             drop = [key for key in drop if (*path, key) not in plan.protected]
     changed: dict[str, JSON] = {}
-    for key in HOLDS_SUBSCHEMAS.intersection(node):
-        value = node[key]
-        new = _strip_holder(key, value, plan, path, removed)
-        if new is not value:
-            changed[key] = new
+    for keyword, member, sub in subschemas_of(node):
+        if isinstance(sub, dict):
+            below = None if path is None else path + steps(keyword, member)
+            new = _strip(sub, plan, below, removed)
+            if new is not sub:
+                put_subschema(changed, node, keyword, member, new)
     if not drop and not changed:
         return node
-    removed.update(drop)
-    return {k: changed.get(k, v) for k, v in node.items() if k not in drop}
-
-
-def _strip_holder(
-    key: str, value: JSON, plan: _Plan, path: tuple[str, ...] | None, removed: Counter[str]
-) -> JSON:
-    """`value` of keyword `key`, with the subschemas it holds stripped."""
-    if path is None:
-        return map_holder(key, value, lambda sub, _: _strip(sub, plan, None, removed))
-    return map_holder(key, value, lambda sub, steps: _strip(sub, plan, (*path, *steps), removed))
-
-
-def map_holder(
-    key: str, value: JSON, fn: Callable[[dict[str, JSON], tuple[str, ...]], JSON]
-) -> JSON:
-    """`value` of keyword `key` with `fn(subschema, steps from the keyword's node)` applied to
-    each subschema it holds; the very same object when nothing changed.
-
-    The rewriting walk's knowledge of which shape each subschema keyword holds, shared by
-    `_strip` and budget's rewrite: one schema (SUBSCHEMA), a list of them (SUBSCHEMA_LISTS,
-    and `items` in its array form), or a map of names to them (SUBSCHEMA_MAPS,
-    `dependencies`, whose string-array members are skipped). `_children` and `survey` still
-    spell the same shapes out for reading (survey more cautiously).
-    """
-    if isinstance(value, dict):
-        if key in SUBSCHEMA:
-            return fn(value, (key,))
-        if key in SUBSCHEMA_LISTS:
-            return value  # not a list: no subschema position to enter
-        members: dict[str, JSON] | None = None
-        for name, sub in value.items():
-            if isinstance(sub, dict):
-                new = fn(sub, (key, name))
-                if new is not sub:
-                    if members is None:
-                        members = dict(value)
-                    members[name] = new
-        return value if members is None else members
-    if isinstance(value, list) and (key in SUBSCHEMA_LISTS or key == "items"):
-        subs = [
-            fn(sub, (key, str(i))) if isinstance(sub, dict) else sub for i, sub in enumerate(value)
-        ]
-        return subs if any(a is not b for a, b in zip(subs, value, strict=True)) else value
-    return value
+    out = {**node, **changed}
+    for key in drop:
+        del out[key]
+        removed[key] += 1
+    return out
