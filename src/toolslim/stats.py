@@ -164,6 +164,7 @@ class Stats:
         self.warm_tokens_saved = 0
         self.last_catalogue_tokens = 0  # P of the break-even, from the latest applied catalogue
         self.last_tokens_saved = 0  # s of the break-even
+        self.last_tokens_at = 0.0  # when P and s were set: across workers, the latest wins
         self.overhead = Histogram(OVERHEAD_BUCKETS)
         self.ttfb = Histogram(TTFB_BUCKETS)
         self.series_interval = series_interval
@@ -244,6 +245,7 @@ class Stats:
             first_before = next(iter(tokens.values()))[0]
             self.last_catalogue_tokens = first_before
             self.last_tokens_saved = saved
+            self.last_tokens_at = self.clock()
         self._series_point()[2] += saved
         return saved
 
