@@ -4,6 +4,7 @@ bytes, reasons and runs as an empty one, and a session's repeated turns hit with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -227,6 +228,55 @@ TRICKY = {
     + b'"}',
     "whitespace everywhere": b' \n{ "model" : "m" ,\n "tools" : ' + CATALOGUE + b" \n}\n",
 }
+# Bodies that are not JSON on the long side of the catalogue, where a memo hit once read
+# nothing (issue 16): the full parse forwards them as they came, and so must a hit.
+LONG = b'"messages":"' + b"x" * 2000 + b'"'
+BROKEN = {
+    "a byte-order mark before a long transcript": b"\xef\xbb\xbf{"
+    + LONG
+    + b',"tools":'
+    + CATALOGUE
+    + b',"stream":true}',
+    "invalid UTF-8 in a long transcript": b'{"messages":"\xff'
+    + LONG[12:]
+    + b',"tools":'
+    + CATALOGUE
+    + b',"stream":true}',
+    "invalid UTF-8 in a long rest after the catalogue": b'{"tools":'
+    + CATALOGUE
+    + b',"messages":"\xff'
+    + LONG[12:]
+    + b"}",
+    "invalid JSON in a long transcript": b'{"a":,' + LONG + b',"tools":' + CATALOGUE + b"}",
+    "invalid JSON in a long rest after the catalogue": b'{"tools":'
+    + CATALOGUE
+    + b","
+    + LONG
+    + b',"x":}',
+    "a lone surrogate escape in a long transcript": b'{"messages":"\\ud800'
+    + LONG[12:]
+    + b',"tools":'
+    + CATALOGUE
+    + b',"stream":true}',
+    "a comma straight after the opening brace": b"{," + LONG + b',"tools":' + CATALOGUE + b"}",
+    "a trailing comma after the catalogue": b"{" + LONG + b',"tools":' + CATALOGUE + b",}",
+    "trailing garbage after the body": b"{" + LONG + b',"tools":' + CATALOGUE + b"}x",
+    "a second document after the body": b"{" + LONG + b',"tools":' + CATALOGUE + b"}{}",
+    "leading garbage before the body": b"x{" + LONG + b',"tools":' + CATALOGUE + b"}",
+    "a body left unclosed": b"{" + LONG + b',"tools":' + CATALOGUE + b',"stream":true',
+    "a transcript nested past the parser's limit": b'{"messages":'
+    + b"[" * 1100
+    + b"]" * 1100
+    + b',"tools":'
+    + CATALOGUE
+    + b"}",
+    "duplicate keys around the catalogue (JSON: the last wins)": b'{"model":"a","model":"b",'
+    + LONG
+    + b',"tools":'
+    + CATALOGUE
+    + b',"stream":true,"stream":false}',
+}
+TRICKY.update(BROKEN)
 
 
 @pytest.mark.parametrize("api", [None, "anthropic", "openai-responses"])
@@ -265,17 +315,17 @@ def turn(n: int, rest: bytes = STREAM_REST) -> bytes:
 
 
 def forbid_searching(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From now on, any search or parse of a body fails the test."""
+    """From now on, any search of a body, or its full parse, fails the test."""
 
     def searched(*args: Any) -> Any:
         raise AssertionError("searched or parsed")
 
     monkeypatch.setattr(envelope, "_locate", searched)
-    for name in ("top_level_member", "key_candidates", "_key_candidates_reversed"):
+    for name in ("_recent_place", "_search"):
         monkeypatch.setattr(memo_room, name, searched)
 
 
-def test_a_turn_that_ends_as_the_last_one_is_a_hit_without_a_search_or_a_parse(
+def test_a_turn_that_ends_as_the_last_one_is_a_hit_found_without_a_search(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     memo = layout_warm_memo()
@@ -320,10 +370,9 @@ def test_a_session_whose_ending_changes_every_turn_does_not_push_out_the_others(
         compact(turn(1, rest), memo, STRIP)
         compact(turn(2, rest), memo, STRIP)
     proofs = []
-    real = memo_room.top_level_member
-    counting = lambda *a: proofs.append(1) or real(*a)  # noqa: E731
-    for room in (envelope, memo_room):  # the full parse and the memo-hit proof both ask it
-        monkeypatch.setattr(room, "top_level_member", counting)
+    for name in ("_recent_place", "_search"):  # the long ways to the catalogue
+        real = getattr(memo_room, name)
+        monkeypatch.setattr(memo_room, name, lambda *a, real=real: proofs.append(1) or real(*a))
     for n in range(3, 13):
         compact(turn(n, b',"metadata":{"user_id":"churn%03d"},"stream":true}' % n), memo, STRIP)
         before = len(proofs)
@@ -392,3 +441,60 @@ def test_a_memo_hit_finds_what_the_full_parse_finds(
     warm = compact(body, memo, STRIP)
     assert (warm.body, warm.reason) == (reference.body, reference.reason)
     assert [e.runs for e, _ in warm.catalogues] == [e.runs for e, _ in reference.catalogues]
+
+
+# The same on generated bodies broken on either side of the catalogue, far from it or near it
+
+Cut = tuple[bytes, bytes]  # the body's bytes before the catalogue, and after it
+DEFECTS: dict[str, Callable[[bytes, bytes], Cut]] = {
+    "none (JSON, with duplicate keys)": lambda h, t: (h[:1] + b'"d":1,"d":2,' + h[1:], t),
+    "a byte-order mark": lambda h, t: (b"\xef\xbb\xbf" + h, t),
+    "leading garbage": lambda h, t: (b"x" + h, t),
+    "invalid UTF-8 before the catalogue": lambda h, t: (h[:1] + b'"\xff":0,' + h[1:], t),
+    "invalid UTF-8 after the catalogue": lambda h, t: (h, b',"\xff":0' + t),
+    "a lone surrogate escape": lambda h, t: (h[:1] + b'"\\udc00":0,' + h[1:], t),
+    "invalid JSON before the catalogue": lambda h, t: (h[:1] + b'"a":,' + h[1:], t),
+    "invalid JSON after the catalogue": lambda h, t: (h, b',"a":' + t),
+    "a comma after the opening brace": lambda h, t: (h[:1] + b"," + h[1:], t),
+    "a trailing comma": lambda h, t: (h, b"," + t),
+    "trailing garbage": lambda h, t: (h, t + b"x"),
+    "a second document": lambda h, t: (h, t + b"{}"),
+    "no closing brace": lambda h, t: (h, t.rstrip()[:-1]),
+}
+
+
+@st.composite
+def broken_bodies(draw: st.DrawFn) -> tuple[bytes, bytes, bytes]:
+    """(A body with one defect, the catalogue, the valid body it was made from)."""
+    body, start, end, _ = draw(bodies())
+    head, tail = body[:start], body[end:]
+    pad = b"p" * draw(st.sampled_from([0, 100, 3000]))  # makes one side the longer one
+    if draw(st.booleans()):
+        head = head[:1] + b'"pad":"' + pad + b'",' + head[1:]
+    else:
+        tail = b',"pad":"' + pad + b'"' + tail
+    head, tail = DEFECTS[draw(st.sampled_from(sorted(DEFECTS)))](head, tail)
+    return head + body[start:end] + tail, body[start:end], body
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(broken_bodies(), st.sampled_from(WARMUPS))
+def test_a_broken_body_gives_the_same_output_whatever_the_memo_holds(
+    case: tuple[bytes, bytes, bytes], warmup: str
+) -> None:
+    body, catalogue, valid = case
+    memo = Memo[Entry, Any](8)
+    compact(b'{"tools":' + catalogue + b"}", memo, STRIP)
+    if warmup != WARMUPS[0]:  # the valid body's ending, proven once, then found by it
+        key_start = valid.rfind(b'"tools"', 0, valid.rfind(catalogue))
+        for pad in (1, 2):
+            compact(
+                b'{"pad":"' + b"p" * (len(valid) + pad) + b'",' + valid[key_start:], memo, STRIP
+            )
+    reference = cold(body)
+    warm = compact(body, memo, STRIP)
+    event("compacted" if reference.body != body else "forwarded as it came")
+    assert (warm.body, warm.reason) == (reference.body, reference.reason)
+    assert [e.runs for e, _ in warm.catalogues] == [e.runs for e, _ in reference.catalogues]
+    if reference.body is body:
+        assert warm.body is body

@@ -4,11 +4,9 @@ leaving every other byte of the body untouched. Never raises; says why when it s
 
 The catalogue is the value of the body's last top-level member spelled `"tools"` (what
 last-wins JSON readers use), plus, in OpenAI Responses bodies, the `tools` of each
-`{"type": "additional_tools"}` item of `input` (Codex CLI). The full parse here finds them;
-the memo-hit proof (memo.py) finds a memoized one without parsing the transcript and must
-agree. The one exception is a body that is not JSON on the side of the catalogue the proof
-does not read (the longer one): the full parse forwards it as it came, a memo hit compacted,
-and either way the upstream gets it as broken as it came.
+`{"type": "additional_tools"}` item of `input` (Codex CLI). The full parse here finds them
+and is the reference: the memo-hit proof (memo.py) finds a memoized one without reading it
+again, and gives the same output for every body, JSON or not.
 
 Must not import aiohttp or prometheus_client.
 """
@@ -26,16 +24,7 @@ from typing import Any, Literal
 import orjson
 
 from toolslim.catalog import Rewrite, rewrite_catalogue, serialize
-from toolslim.memo import (
-    SHORT_TAIL,
-    Memo,
-    keep,
-    key_candidates,
-    memo_hit,
-    skip_ws,
-    to_front,
-    top_level_member,
-)
+from toolslim.memo import SHORT_TAIL, Memo, keep, memo_hit, skip_ws, to_front, value_after_key
 from toolslim.schema import JSON, TooDeep, is_too_deep
 
 Outcome = Literal["applied", "skipped", "error"]
@@ -53,6 +42,7 @@ SkipReason = Literal[
     "unsupported_shape",
 ]
 
+_WS = b" \t\r\n"
 # APIs whose bodies cannot carry Codex's additional_tools items (they have no `input` list).
 _NO_ADDITIONAL_TOOLS = frozenset({"anthropic", "openai-chat", "gemini"})
 # A string token (escapes included) and the next structural byte, for skipping values.
@@ -284,7 +274,7 @@ def _top_level_span(body: bytes, key: str, value: JSON) -> _Span | SkipReason:
         compact_value = orjson.dumps(value)  # what orjson kept: the last member, if compact
     except orjson.JSONEncodeError:
         compact_value = None  # nested deeper than orjson writes: find the end by scanning
-    for key_start, value_start in reversed(key_candidates(body, f'"{key}"'.encode())):
+    for key_start, value_start in reversed(_key_candidates(body, f'"{key}"'.encode())):
         exact = compact_value is not None and body.startswith(compact_value, value_start)
         if exact and compact_value is not None:
             value_end = value_start + len(compact_value)
@@ -293,11 +283,47 @@ def _top_level_span(body: bytes, key: str, value: JSON) -> _Span | SkipReason:
                 value_end = _skip_value(body, value_start)
             except ValueError:
                 continue
-        if top_level_member(body, key_start, value_end, key) is not None:
+        if _top_level_member(body, key_start, value_end, key) is not None:
             if body[value_start : value_start + 1] != b"[":
                 return "unsupported_shape"
             return value_start, value_end, value if exact else None
     return "unsupported_shape"  # the key is spelled with escapes: leave it alone
+
+
+def _key_candidates(body: bytes, key: bytes) -> list[tuple[int, int]]:
+    """(key start, value start) of every `"key":` in the body, in order."""
+    found = []
+    at = body.find(key)
+    while at != -1:
+        value_start = value_after_key(body, at, len(key))
+        if value_start is not None:
+            found.append((at, value_start))
+        at = body.find(key, at + 1)
+    return found
+
+
+def _top_level_member(body: bytes, key_start: int, value_end: int, name: str) -> bool | None:
+    """None unless the member `name` spanning [key_start, value_end) of a JSON body sits at
+    depth 1; else whether a later top-level member has the same name (when the tail was
+    parsed). Only the shorter side is parsed (and copied): the body is known to be JSON."""
+    try:
+        if key_start <= len(body) - value_end:
+            head = body[:key_start].strip(_WS)
+            if head == b"{":
+                return False
+            if head.endswith(b",") and isinstance(orjson.loads(head[:-1] + b"}"), dict):
+                return False
+            return None
+        tail = body[value_end:].lstrip(_WS)
+        if tail.startswith(b"}"):
+            return False if tail[1:].strip(_WS) == b"" else None
+        if tail.startswith(b","):
+            rest = orjson.loads(b"{" + tail[1:])
+            if isinstance(rest, dict):
+                return name in rest
+        return None
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _additional_tools_spans(body: bytes, items: list[JSON]) -> list[_Span] | SkipReason:

@@ -1,29 +1,31 @@
 """PURE. The memo of catalogue rewrites, and the memo-hit proof that finds a memoized catalogue
-in a body without parsing the transcript.
+in a body by its bytes, without parsing the catalogue, hashing it or walking it again.
 
 The reference the proof must agree with is the full parse (`envelope.compact` with an empty
-memo): parse the body, take its last top-level `tools` member, look its bytes up by SHA-256.
-`memo_hit` answers the same catalogue at the same place, or None to hand over to the full parse;
-tests/test_memo.py holds the two together. Must not import aiohttp or prometheus_client.
+memo): parse the body (not JSON: forward it as it came), take its last top-level `tools`
+member, look its bytes up by SHA-256. `memo_hit` answers the same catalogue at the same place,
+or None to hand over to the full parse; tests/test_memo.py holds the two together, on valid
+bodies and broken ones. Must not import aiohttp or prometheus_client.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 import orjson
 
 _WS = b" \t\r\n"
+_BACKSLASH, _COLON, _COMMA, _OPEN = b"\\:,{"
 _TOOLS_KEY = b'"tools"'
 _ADDITIONAL_TOOLS = b'"additional_tools"'
 _PREFIX = 64  # bytes of a catalogue that index it for the memo-hit byte comparison
 _MAX_CANDIDATES = 64  # `"tools":` keys the hit path looks at before it hands over
 _TAIL_WINDOW = 64 * 1024  # bytes after a catalogue the reverse search looks through
 # Bytes after the last catalogue that are sent joined to its output (envelope.Entry), and
-# that the memo keeps as a rest a catalogue was proven with (see _same_place).
+# that the memo keeps as a rest a catalogue was found before (see _same_place).
 SHORT_TAIL = 1024
 # Rests kept per catalogue, most recently used first. Sessions sharing a catalogue end their
 # bodies differently (Claude Code's metadata.user_id): with one kept, two sessions taking
@@ -66,18 +68,19 @@ class _Kept(Generic[E, N]):
         self.entry = entry
         self.note: N | None = None
         self.raw = entry.raw
-        self.suffix = self.raw[-_PREFIX:]  # what `_recent_hit` searches for
+        self.suffix = self.raw[-_PREFIX:]
         # (The key bytes before the catalogue, the short rest after it) of the last bodies it
-        # was proven top level in by parsing that rest (see _same_place).
+        # was proven in, most recent first (see _same_place).
         self.layouts: list[tuple[bytes, bytes]] = []
 
 
 class Memo(Generic[E, N]):
     """Bounded LRU of catalogue rewrites keyed by SHA-256 of the exact incoming bytes.
 
-    A second index by the catalogue's first bytes lets a memo hit be proven by one byte
-    comparison inside the body, without parsing the body or hashing the catalogue. `N` is
-    what the memo's owner derives from an entry and keeps with it (see `derived`).
+    A second index by the catalogue's first bytes lets a memo hit be found by one byte
+    comparison inside the body, without hashing the catalogue. Every entry's bytes are a JSON
+    value a full parse read (`memo_hit` relies on it). `N` is what the memo's owner derives
+    from an entry and keeps with it (see `derived`).
     """
 
     def __init__(self, capacity: int) -> None:
@@ -157,47 +160,92 @@ class Memo(Generic[E, N]):
         self._recent = None
 
 
+_Place = tuple[_Kept[Any, Any], int, int]  # the entry, where its key and its value start
+
+
 def memo_hit(body: bytes, memo: Memo[E, N], nested: bool) -> tuple[int, E] | None:
     """(Where it starts, the entry) of the body's catalogue as a memo hit, or None.
 
-    The plain version it must agree with is the full parse: the value of the body's last
-    top-level `tools` member, looked up by its exact bytes. Scanning back from the end, the
-    first `"tools":` key whose value bytes equal a memoized catalogue and that sits at the top
-    level is the catalogue, if every later `"tools":` key lies inside it. Top level is proven by
-    parsing only the shorter side of the body with a closer (head + `}`) or an opener (`{` +
-    tail): a JSON prefix or suffix balances only at depth 1. The longer side is not parsed: a
-    body broken there reaches the upstream as broken as it came. `nested` says the body may
-    carry Codex's additional_tools items, which only the full parse reads. Anything unusual
-    returns None.
+    The plain version it must agree with is the full parse: `orjson.loads(body)` (not JSON:
+    nothing to do), the value of the last top-level member spelled `"tools"`, looked up by its
+    exact bytes. Here a memoized catalogue is first found by bytes alone (the layout it was
+    last proven in, the most recent catalogue's own bytes, then the `"tools":` keys from the
+    end), and `_proven` then reads every byte of the body but the catalogue's. `nested` says
+    the body may carry Codex's additional_tools items, which only the full parse reads. Any
+    doubt returns None, and the full parse decides.
     """
     recent = memo._recent
     if recent is None or (nested and _ADDITIONAL_TOOLS in body):
         return None  # an empty memo, or a body the full path must read
-    if (value_start := _same_place(body, recent)) is not None:
-        return value_start, recent.entry
-    if (value_start := _recent_hit(body, recent)) is not None:
-        return value_start, recent.entry
-    later: list[int] = []
-    for key_start, value_start in _key_candidates_reversed(body, _TOOLS_KEY):
-        if len(later) >= _MAX_CANDIDATES:
+    place = _same_place(body, recent)
+    known = place is not None
+    if place is None:
+        place = _recent_place(body, recent) or _search(body, memo)
+        if place is None:
             return None
-        kept = memo._match_at(body, value_start)
-        if kept is not None:
-            value_end = value_start + len(kept.raw)
-            top = top_level_member(body, key_start, value_end, "tools")
-            if top is not None:
-                if any(k >= value_end for k in later) or top:
-                    return None  # a later `"tools"` outside this value: the full path decides
-                return value_start, kept.entry
-        later.append(key_start)
+    kept, key_start, value_start = place
+    value_end = value_start + len(kept.raw)
+    if not _proven(body, key_start, value_end):
+        return None
+    if not known and len(body) - value_end <= SHORT_TAIL:
+        keep(kept.layouts, (body[key_start:value_start], body[value_end:]))
+    return value_start, kept.entry
+
+
+def _proven(body: bytes, key_start: int, value_end: int) -> bool:
+    """Whether `body` is JSON (orjson's verdict) whose last top-level member spelled `"tools"`
+    is the one spanning [key_start, value_end), given that its value is JSON.
+
+    The plain version is `orjson.loads(body)` and a search for that member. Here the body is
+    parsed as the two pieces around the member, each closed as an object of its own: the head
+    with `}` for the comma before the key, the tail with `{` for the comma after the value. A
+    prefix of a JSON object closes so only at depth 1, and both pieces parse exactly when the
+    whole body does: every byte but the catalogue's is read.
+    """
+    try:
+        before = _skip_ws_back(body, key_start - 1)
+        if before < 0:
+            return False
+        if body[before] == _COMMA:
+            head = orjson.loads(b"".join((memoryview(body)[:before], b"}")))
+            if not (isinstance(head, dict) and head):  # empty: `{,` is not JSON
+                return False
+        elif body[before] != _OPEN or _skip_ws_back(body, before - 1) != -1:
+            return False
+        after = skip_ws(body, value_end)
+        if body[after : after + 1] == b",":
+            tail = orjson.loads(b"".join((b"{", memoryview(body)[after + 1 :])))
+            return isinstance(tail, dict) and bool(tail) and "tools" not in tail
+        return body[after : after + 1] == b"}" and skip_ws(body, after + 1) == len(body)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _same_place(body: bytes, kept: _Kept[E, N]) -> _Place | None:
+    """Where the catalogue stands if the body ends as one it was proven in did: its key
+    bytes, its bytes, then the very same rest. Each turn of a session differs only in the
+    transcript before the catalogue, so this finds it without a search (`_recent_place`
+    finds the same place the long way)."""
+    raw = kept.raw
+    for index, (key, rest) in enumerate(kept.layouts):
+        value_start = len(body) - len(rest) - len(raw)
+        key_start = value_start - len(key)
+        if (
+            key_start >= 0
+            and body.endswith(rest)
+            and body.startswith(raw, value_start)
+            and body.startswith(key, key_start)
+        ):
+            to_front(kept.layouts, index)
+            return kept, key_start, value_start
     return None
 
 
-def _recent_hit(body: bytes, kept: _Kept[E, N]) -> int | None:
-    """The same proof as `memo_hit`, found by searching for the most recent catalogue's own
-    bytes: its last bytes near the end of the body (agents send `tools` after the
-    transcript), else its first bytes from the start. Reverse search is slow in CPython, so
-    it only runs over a window at the end."""
+def _recent_place(body: bytes, kept: _Kept[E, N]) -> _Place | None:
+    """Where the most recent catalogue's own bytes follow a `"tools":` key: found by its last
+    bytes near the end of the body (agents send `tools` after the transcript), else by its
+    first bytes from the start. Reverse search is slow in CPython, so it only runs over a
+    window at the end."""
     raw = kept.raw
     if len(raw) < _PREFIX:
         return None
@@ -207,42 +255,25 @@ def _recent_hit(body: bytes, kept: _Kept[E, N]) -> int | None:
     if value_start < 0 or not body.startswith(raw, value_start):
         return None
     colon = _skip_ws_back(body, value_start - 1)
-    if colon < 0 or body[colon] != 0x3A:  # ':'
+    if colon < 0 or body[colon] != _COLON:
         return None
     key_start = _skip_ws_back(body, colon - 1) + 1 - len(_TOOLS_KEY)
     if key_start < 0 or not body.startswith(_TOOLS_KEY, key_start):
         return None
-    if key_start > 0 and body[key_start - 1] == 0x5C:  # an escaped quote: inside a string
-        return None
-    value_end = value_start + len(raw)
-    if key_candidates(body, _TOOLS_KEY, value_end):
-        return None  # a later `"tools"` key: the general search decides
-    if top_level_member(body, key_start, value_end, "tools") is not False:
-        return None
-    if key_start > len(body) - value_end and len(body) - value_end <= SHORT_TAIL:
-        keep(kept.layouts, (body[key_start:value_start], body[value_end:]))  # proven by the rest
-    return value_start
+    return kept, key_start, value_start
 
 
-def _same_place(body: bytes, kept: _Kept[E, N]) -> int | None:
-    """Where the catalogue starts if the body ends as one of `kept.layouts` was proven in: its
-    key bytes, the catalogue's bytes, then the very same rest, shorter than what comes
-    before. That proof (top level, no later `"tools"` key) read nothing but the rest, so it
-    holds again without a search or a parse: each turn of a session differs only in the
-    transcript before the catalogue. `_recent_hit` reaches the same answer the long way."""
-    raw = kept.raw
-    for index, (key, rest) in enumerate(kept.layouts):
-        value_start = len(body) - len(rest) - len(raw)
-        key_start = value_start - len(key)
-        if (
-            key_start > len(rest)  # else the head is the shorter side: _recent_hit parses it
-            and body.endswith(rest)
-            and body.startswith(raw, value_start)
-            and body.startswith(key, key_start)
-            and body[key_start - 1] != 0x5C  # not an escaped quote: not inside a string
-        ):
-            to_front(kept.layouts, index)
-            return value_start
+def _search(body: bytes, memo: Memo[E, N]) -> _Place | None:
+    """The last `"tools":` key (of the last _MAX_CANDIDATES) whose value is memoized."""
+    end = len(body)
+    for _ in range(_MAX_CANDIDATES):
+        key_start = body.rfind(_TOOLS_KEY, 0, end)
+        if key_start == -1:
+            return None
+        end = key_start
+        value_start = value_after_key(body, key_start, len(_TOOLS_KEY))
+        if value_start is not None and (kept := memo._match_at(body, value_start)) is not None:
+            return kept, key_start, value_start
     return None
 
 
@@ -260,57 +291,12 @@ def _skip_ws_back(body: bytes, at: int) -> int:
     return at
 
 
-def key_candidates(body: bytes, key: bytes, start: int = 0) -> list[tuple[int, int]]:
-    """(key start, value start) of every `"key":` in the body from `start`, in order."""
-    found = []
-    at = body.find(key, start)
-    while at != -1:
-        value_start = _value_after_key(body, at, len(key))
-        if value_start is not None:
-            found.append((at, value_start))
-        at = body.find(key, at + 1)
-    return found
-
-
-def _key_candidates_reversed(body: bytes, key: bytes) -> Iterator[tuple[int, int]]:
-    """(key start, value start) of each `"key":` in the body, last first, found lazily."""
-    end = len(body)
-    while (at := body.rfind(key, 0, end)) != -1:
-        end = at
-        value_start = _value_after_key(body, at, len(key))
-        if value_start is not None:
-            yield at, value_start
-
-
-def _value_after_key(body: bytes, at: int, length: int) -> int | None:
+def value_after_key(body: bytes, at: int, length: int) -> int | None:
     """Where the value starts if the string at `at` is followed by a colon, else None."""
     # In valid JSON a quote after a backslash is escaped or closes a string: never a key.
-    if at > 0 and body[at - 1] == 0x5C:
+    if at > 0 and body[at - 1] == _BACKSLASH:
         return None
     colon = skip_ws(body, at + length)
-    if colon < len(body) and body[colon] == 0x3A:  # ':'
+    if colon < len(body) and body[colon] == _COLON:
         return skip_ws(body, colon + 1)
     return None
-
-
-def top_level_member(body: bytes, key_start: int, value_end: int, name: str) -> bool | None:
-    """None unless the member `name` spanning [key_start, value_end) sits at depth 1 of the
-    body; else whether a later top-level member has the same name (when the tail was parsed)."""
-    try:
-        if key_start <= len(body) - value_end:  # slice (copy) only the shorter side
-            head = body[:key_start].strip(_WS)
-            if head == b"{":
-                return False
-            if head.endswith(b",") and isinstance(orjson.loads(head[:-1] + b"}"), dict):
-                return False
-            return None
-        tail = body[value_end:].lstrip(_WS)
-        if tail.startswith(b"}"):
-            return False if tail[1:].strip(_WS) == b"" else None
-        if tail.startswith(b","):
-            rest = orjson.loads(b"{" + tail[1:])
-            if isinstance(rest, dict):
-                return name in rest
-        return None
-    except orjson.JSONDecodeError:
-        return None
