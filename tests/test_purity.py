@@ -17,6 +17,7 @@ PURE = [
     "envelope",
     "errors",
     "exchange",
+    "memo",
     "pipeline",
     "routing",
     "schema",
