@@ -47,7 +47,8 @@ from toolslim.usage import UsageReader
 
 log = logging.getLogger(__name__)
 
-ClosedBy = Literal["client", "upstream", "idle", "shutdown", "error"]
+Side = Literal["client", "upstream"]
+ClosedBy = Literal[Side, "idle", "shutdown", "error"]
 
 # Negotiated per leg: each side of the relay has its own key, accept and extensions.
 _HANDSHAKE: Final = frozenset(
@@ -163,8 +164,8 @@ class Connection:
     async def run(self) -> ClosedBy:
         loop = asyncio.get_running_loop()
         self.last = loop.time()
-        up = asyncio.ensure_future(self._client_to_upstream())
-        down = asyncio.ensure_future(self._upstream_to_client())
+        up = asyncio.ensure_future(self._pump("client"))
+        down = asyncio.ensure_future(self._pump("upstream"))
         idle = asyncio.ensure_future(self._idle(loop))
         tasks = (up, down, idle)
         try:
@@ -184,63 +185,39 @@ class Connection:
             self._end_inflight()
         return self.closed_by or "error"
 
-    async def _client_to_upstream(self) -> None:
-        client, upstream = self.client, self.upstream
+    async def _pump(self, side: Side) -> None:
+        """One direction: each message from `side` to the other leg, in order, one at a time
+        (so never more than one message is held per direction)."""
+        upstream_side = side == "upstream"
+        source, sink = (
+            (self.upstream, self.client) if upstream_side else (self.client, self.upstream)
+        )
         while True:
-            msg = await client.receive()
+            msg = await source.receive()
             self.last = asyncio.get_running_loop().time()
             kind = msg.type
             if kind is WSMsgType.TEXT:
-                await upstream.send_frame(self._rewrite(msg.data), WSMsgType.TEXT)
-            elif kind is WSMsgType.BINARY:
-                await upstream.send_frame(msg.data, WSMsgType.BINARY)
-            elif kind is WSMsgType.PING:
-                await upstream.ping(msg.data)
-            elif kind is WSMsgType.PONG:
-                await upstream.pong(msg.data)
-            elif kind is WSMsgType.CLOSE:
-                self._closing("client")
-                code, reason = close_code(msg.data), _reason(msg.extra)
-                await upstream.close(code=code, message=reason)
-                await client.close(code=code, message=reason)
-                return
-            else:  # CLOSING (the other direction is closing this leg), CLOSED or ERROR
-                if kind is WSMsgType.CLOSED:  # the client went away without a close
-                    self._closing("client")
-                    await self._close_both(1001, b"")
-                elif kind is WSMsgType.ERROR:
-                    self._closing("error")
-                    await self._close_both(1011, b"")
-                return
-
-    async def _upstream_to_client(self) -> None:
-        client, upstream = self.client, self.upstream
-        while True:
-            msg = await upstream.receive()
-            self.last = asyncio.get_running_loop().time()
-            kind = msg.type
-            if kind is WSMsgType.TEXT:
-                await client.send_frame(msg.data, WSMsgType.TEXT)
-                if self.inflight:
-                    self._observe(msg.data)
-                if self.draining and not self.inflight:
-                    self._closing("shutdown")
-                    await self._close_both(1001, b"toolslim is shutting down")
+                data = msg.data if upstream_side else self._rewrite(msg.data)
+                await sink.send_frame(data, WSMsgType.TEXT)
+                if upstream_side and self._observe(data):
                     return
             elif kind is WSMsgType.BINARY:
-                await client.send_frame(msg.data, WSMsgType.BINARY)
+                await sink.send_frame(msg.data, WSMsgType.BINARY)
             elif kind is WSMsgType.PING:
-                await client.ping(msg.data)
+                await sink.ping(msg.data)
             elif kind is WSMsgType.PONG:
-                await client.pong(msg.data)
-            elif kind is WSMsgType.CLOSE:
-                self._closing("upstream")
+                await sink.pong(msg.data)
+            elif kind is WSMsgType.CLOSE:  # passed on with its code; then this leg's reply
+                self._closing(side)
                 code, reason = close_code(msg.data), _reason(msg.extra)
-                await client.close(code=code, message=reason)
-                await upstream.close(code=code, message=reason)
+                await sink.close(code=code, message=reason)
+                await source.close(code=code, message=reason)
                 return
-            else:
-                if kind is not WSMsgType.CLOSING:  # the upstream failed or went away
+            else:  # CLOSING (the other direction is closing this leg), CLOSED or ERROR
+                if kind is WSMsgType.CLOSED and not upstream_side:  # gone without a close
+                    self._closing("client")
+                    await self._close_both(1001, b"")
+                elif kind is not WSMsgType.CLOSING:
                     self._closing("error")
                     await self._close_both(1011, b"")
                 return
@@ -304,21 +281,28 @@ class Connection:
         self.inflight.append(_Response(exchange, UsageReader("openai-responses")))
         return out
 
-    def _observe(self, data: bytes) -> None:
-        """Feed an upstream event to the oldest response in flight; a terminal one ends it."""
-        started = time.perf_counter()
-        response = self.inflight[0]
-        response.reader.feed(data)
-        kind = event_type(data)
-        if kind in _TERMINAL:
-            self.inflight.popleft()
+    def _observe(self, data: bytes) -> bool:
+        """Feed an upstream event to the oldest response in flight; a terminal one ends it.
+        True once draining closes the connection after the last response in flight."""
+        if self.inflight:
+            started = time.perf_counter()
+            response = self.inflight[0]
+            response.reader.feed(data)
             exchange = response.exchange
-            exchange.status = 200 if kind != b"error" else _error_status(data)
-            exchange.observer = response.reader
-            exchange.overhead += time.perf_counter() - started
-            self.relay.ledger.finish(exchange)
-        else:
-            response.exchange.overhead += time.perf_counter() - started
+            kind = event_type(data)
+            if kind in _TERMINAL:
+                self.inflight.popleft()
+                exchange.status = 200 if kind != b"error" else _error_status(data)
+                exchange.observer = response.reader
+                exchange.overhead += time.perf_counter() - started
+                self.relay.ledger.finish(exchange)
+            else:
+                exchange.overhead += time.perf_counter() - started
+        if self.draining and not self.inflight:
+            self._closing("shutdown")
+            self.relay.spawn(self._close_both(1001, b"toolslim is shutting down"))
+            return True
+        return False
 
     def _end_inflight(self) -> None:
         """Responses the connection ended before: the client's leaving, or the upstream's."""
