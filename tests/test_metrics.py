@@ -45,6 +45,7 @@ NOT_EXPORTED = {
     "version",
     "uptime_seconds",
     "series",
+    "capture.enabled",  # configuration, not a measurement
     "timings.proxy_overhead_seconds.p50",
     "timings.proxy_overhead_seconds.p90",
     "timings.proxy_overhead_seconds.p99",
@@ -99,6 +100,20 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
     for closer, value in websockets["closed_by"].items():
         sample = one("toolslim_websockets_closed_total", closed_by=closer)
         put(f"websockets.closed_by.{closer}", sample, value)
+    connections = snap["connections"]
+    for key, name in (
+        ("open", "toolslim_client_connections"),
+        ("busy", "toolslim_client_connections_busy"),
+        ("max", "toolslim_client_connections_max"),
+        ("buffered_bytes", "toolslim_request_buffer_bytes"),
+        ("max_buffered_bytes", "toolslim_request_buffer_capacity_bytes"),
+    ):
+        put(f"connections.{key}", one(name), connections[key])
+    for reason, value in connections["closed"].items():
+        sample = one("toolslim_client_connections_closed_total", reason=reason)
+        put(f"connections.closed.{reason}", sample, value)
+    for key in ("written", "dropped", "errors"):
+        put(f"capture.{key}", one(f"toolslim_capture_{key}_total"), snap["capture"][key])
     put(
         "requests.bytes_received",
         one("toolslim_request_received_bytes_total"),

@@ -82,6 +82,8 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
             req["by_transport"],
         ),
         *_websocket_families(snap["websockets"]),
+        *_connection_families(snap["connections"]),
+        *_capture_families(snap["capture"]),
         _counter(
             "toolslim_request_received_bytes",
             "Request body bytes received from clients.",
@@ -178,6 +180,61 @@ def _websocket_families(websockets: Mapping[str, Any]) -> list[Metric]:
                 "closed_by",
             ),
             websockets["closed_by"],
+        ),
+    ]
+
+
+def _connection_families(connections: Mapping[str, Any]) -> list[Metric]:
+    return [
+        _gauge(
+            "toolslim_client_connections", "Client connections open now.", connections["open"]
+        ),
+        _gauge(
+            "toolslim_client_connections_busy",
+            "Client connections whose request is being handled now.",
+            connections["busy"],
+        ),
+        _gauge(
+            "toolslim_client_connections_max",
+            "The most client connections open at once (max_connections).",
+            connections["max"],
+        ),
+        _labelled(
+            _counter_family(
+                "toolslim_client_connections_closed",
+                "Client connections the proxy closed, by reason (body_timeout, evicted,"
+                " headers_timeout, keepalive_timeout, refused).",
+                "reason",
+            ),
+            connections["closed"],
+        ),
+        _gauge(
+            "toolslim_request_buffer_bytes",
+            "Request body bytes held in memory now.",
+            connections["buffered_bytes"],
+        ),
+        _gauge(
+            "toolslim_request_buffer_capacity_bytes",
+            "The most request body bytes held at once (max_buffered_bytes).",
+            connections["max_buffered_bytes"],
+        ),
+    ]
+
+
+def _capture_families(capture: Mapping[str, Any]) -> list[Metric]:
+    return [
+        _counter(
+            "toolslim_capture_written", "Requests written to the capture.", capture["written"]
+        ),
+        _counter(
+            "toolslim_capture_dropped",
+            "Requests not captured: the writer's queue was full or closed.",
+            capture["dropped"],
+        ),
+        _counter(
+            "toolslim_capture_errors",
+            "Captured requests lost to a serialization or disk error.",
+            capture["errors"],
         ),
     ]
 

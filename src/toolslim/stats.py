@@ -24,6 +24,11 @@ TRANSPORTS = ("http", "websocket")
 # Who ended a relayed WebSocket: either side closing, no message either way for
 # timeouts.idle_websocket, the proxy shutting down, or a failure on either leg.
 WEBSOCKET_CLOSERS = ("client", "error", "idle", "shutdown", "upstream")
+# Why the door closed a client connection: a stalled body (408), room made at the connection
+# limit, request headers or keep-alive past their limit, or refused at the limit (503).
+CONNECTION_CLOSES = ("body_timeout", "evicted", "headers_timeout", "keepalive_timeout", "refused")
+# What the door reports of the connections now (limits.Door.gauges).
+CONNECTION_GAUGES = ("open", "busy", "max", "buffered_bytes", "max_buffered_bytes")
 # Seconds. Proxy overhead is sub-millisecond when healthy; TTFB is the model thinking.
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25)
 TTFB_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -130,6 +135,8 @@ class Stats:
         clock: Callable[[], float] = time.time,
         memo_gauges: Callable[[], tuple[int, int]] = lambda: (0, 0),
         tokens_pending: Callable[[], int] = lambda: 0,
+        connection_gauges: Callable[[], Mapping[str, int]] = dict,
+        capture_counts: Callable[[], tuple[int, int, int]] | None = None,
     ) -> None:
         self.clock = clock
         self.started_at = clock()
@@ -137,6 +144,9 @@ class Stats:
         self.write_multiplier = cache_write_multiplier
         self.memo_gauges = memo_gauges
         self.tokens_pending = tokens_pending  # requests whose catalogue tokens are being counted
+        self.connection_gauges = connection_gauges
+        self.capture_counts = capture_counts  # (written, dropped, errors); None: no capture
+        self.connections_closed: Counter[str] = Counter({k: 0 for k in CONNECTION_CLOSES})
         self.components = {name: ComponentCounters() for name in components}
         self.requests = 0
         self.by_upstream: Counter[str] = Counter()
@@ -273,6 +283,10 @@ class Stats:
     def record_client_disconnect(self) -> None:
         self.client_disconnects += 1
 
+    def record_connection_closed(self, reason: str) -> None:
+        """A client connection the proxy closed, for one of CONNECTION_CLOSES."""
+        self.connections_closed[reason] += 1
+
     def record_tokens_skipped(self) -> None:
         """A request whose new catalogue was not tokenized: too many counts were queued.
         Its bytes are counted; its tokens are not (token totals are then a lower bound)."""
@@ -310,6 +324,22 @@ class Stats:
             self.write_multiplier,
         )
 
+    def _connections(self) -> dict[str, Any]:
+        gauges = self.connection_gauges()
+        return {
+            **{name: gauges.get(name, 0) for name in CONNECTION_GAUGES},
+            "closed": dict(sorted(self.connections_closed.items())),
+        }
+
+    def _capture(self) -> dict[str, Any]:
+        written, dropped, errors = self.capture_counts() if self.capture_counts else (0, 0, 0)
+        return {
+            "enabled": self.capture_counts is not None,
+            "written": written,
+            "dropped": dropped,
+            "errors": errors,
+        }
+
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON-ready dict; the documented /stats schema (keys are added, never renamed)."""
         memo_size, memo_capacity = self.memo_gauges()
@@ -332,6 +362,8 @@ class Stats:
                 "client_disconnects": self.client_disconnects,
                 "upstream_errors": dict(sorted(self.upstream_errors.items())),
             },
+            "connections": self._connections(),
+            "capture": self._capture(),
             "websockets": {
                 "active": self.websockets_active,
                 "total": self.websockets_total,
