@@ -186,9 +186,7 @@ def _websocket_families(websockets: Mapping[str, Any]) -> list[Metric]:
 
 def _connection_families(connections: Mapping[str, Any]) -> list[Metric]:
     return [
-        _gauge(
-            "toolslim_client_connections", "Client connections open now.", connections["open"]
-        ),
+        _gauge("toolslim_client_connections", "Client connections open now.", connections["open"]),
         _gauge(
             "toolslim_client_connections_busy",
             "Client connections whose request is being handled now.",
