@@ -12,7 +12,13 @@ import orjson
 import pytest
 
 from golden_cases import golden
-from toolslim.catalog import count_tools, leaf_tools, rewrite_catalogue, serialize
+from toolslim.catalog import (
+    count_tools,
+    deferred_tools,
+    leaf_tools,
+    rewrite_catalogue,
+    serialize,
+)
 from toolslim.envelope import parse_catalogue
 from toolslim.pipeline import Pipeline
 from toolslim.schema import TooDeep, ToolSchema
@@ -160,6 +166,21 @@ def test_leaf_tools_are_the_tools_count_tools_counts_in_document_order() -> None
     ]
     assert len(leaves) == len(expected) == count_tools(catalogue)
     assert all(leaf is tool for leaf, tool in zip(leaves, expected, strict=True))
+
+
+def test_deferred_tools_are_the_leaf_tools_marked_defer_loading_true() -> None:
+    search = {"name": "ToolSearch", "input_schema": {"type": "object"}}
+    found = {"name": "mcp__s__t", "defer_loading": True, "input_schema": {"type": "object"}}
+    member = {"type": "function", "name": "m", "defer_loading": True, "parameters": {}}
+    namespace = {"type": "namespace", "name": "crm", "tools": [member, {"name": "n"}]}
+    not_true = [{"name": "f", "defer_loading": "true"}, {"name": "g", "defer_loading": 1}]
+    catalogue: list[Any] = [search, found, namespace, *not_true, "not a tool"]
+    deferred = deferred_tools(catalogue)
+    assert len(deferred) == 2
+    assert deferred[0] is found and deferred[1] is member
+    assert deferred_tools([search]) == []
+    # On a namespace it means nothing (OpenAI: it applies to the functions inside).
+    assert deferred_tools([{"type": "namespace", "defer_loading": True, "tools": [search]}]) == []
 
 
 def test_a_group_with_its_own_schema_has_it_rewritten_in_document_order() -> None:

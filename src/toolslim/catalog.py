@@ -50,6 +50,11 @@ NESTED_TOOL_LISTS = frozenset(
 
 NESTED_TOOL = "function"  # OpenAI Chat: {"type": "function", "function": {...}}
 
+# A leaf tool with `defer_loading: true` is sent whole but kept out of the prompt until a tool
+# search loads it (Anthropic tool search; OpenAI Responses `tool_search`, where a namespace's
+# members carry it, never the namespace itself).
+DEFER_LOADING = "defer_loading"
+
 Rewrite = Callable[[JSON, "str | None"], tuple[JSON, Counter[str]]]
 
 # An edit sees one tool schema, the tool object holding it and how deeply that tool is nested
@@ -92,6 +97,12 @@ def leaf_tools(catalogue: list[JSON]) -> list[dict[str, JSON]]:
     leaves: list[tuple[dict[str, JSON], bool]] = []
     _each_tool(catalogue, _keep, leaves, 0)
     return [tool for tool, _ in leaves]
+
+
+def deferred_tools(catalogue: list[JSON]) -> list[dict[str, JSON]]:
+    """The leaf tools the provider keeps out of the prompt until a tool search loads them, in
+    document order: those with `defer_loading: true`."""
+    return [tool for tool in leaf_tools(catalogue) if tool.get(DEFER_LOADING) is True]
 
 
 def count_tools(catalogue: list[JSON]) -> int:
