@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import orjson
 
-from toolslim.catalog import Rewrite, rewrite_catalogue, serialize
+from toolslim.catalog import Rewrite, deferred_tools, rewrite_catalogue, serialize
 from toolslim.memo import SHORT_TAIL, Memo, keep, memo_hit, skip_ws, to_front, value_after_key
 from toolslim.schema import JSON, TooDeep, is_too_deep
 
@@ -66,6 +66,19 @@ class CatalogueRun:
     removed: Counter[str] = field(default_factory=Counter)
     bytes_before: int = 0
     bytes_after: int = 0
+    # Of the bytes saved, those removed from deferred tools (catalog.deferred_tools), on
+    # their canonical form: the provider keeps them out of the prompt until they are loaded.
+    deferred_bytes_saved: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StageCounts:
+    """Tokens of each canonical stage of a catalogue (input, then after each component), and
+    of each stage's deferred tools written as one list: `deferred` is empty when the
+    catalogue has none."""
+
+    total: tuple[int, ...]
+    deferred: tuple[int, ...] = ()
 
 
 class StageTokens:
@@ -77,14 +90,14 @@ class StageTokens:
     def __init__(self, raw: bytes, rewrites: Sequence[Rewrite]) -> None:
         self._raw = raw
         self._rewrites = tuple(rewrites)
-        self._tokens: tuple[int, ...] | None = None
+        self._tokens: StageCounts | None = None
         self._lock = threading.Lock()
 
-    def cached_token_counts(self) -> tuple[int, ...] | None:
+    def cached_token_counts(self) -> StageCounts | None:
         """The stage token counts if already counted, without waiting or counting."""
         return self._tokens
 
-    def token_counts(self, count: Callable[[bytes], int]) -> tuple[int, ...]:
+    def token_counts(self, count: Callable[[bytes], int]) -> StageCounts:
         """Tokens of each canonical stage, counted once.
 
         Tokenizing is slow, so the proxy calls this off the request path (thread-safe); the
@@ -92,7 +105,7 @@ class StageTokens:
         """
         with self._lock:
             if self._tokens is None:
-                self._tokens = tuple(count(s) for s in stages(self._raw, self._rewrites))
+                self._tokens = stage_counts(self._raw, self._rewrites, count)
             return self._tokens
 
 
@@ -437,16 +450,66 @@ def _reject_constant(name: str) -> JSON:
 
 def stages(raw: bytes, rewrites: Sequence[Rewrite]) -> list[bytes]:
     """Canonical bytes of the catalogue before the components and after each one."""
+    return _each_written(_stage_catalogues(raw, rewrites), serialize)
+
+
+def stage_counts(
+    raw: bytes, rewrites: Sequence[Rewrite], count: Callable[[bytes], int]
+) -> StageCounts:
+    """Tokens of each of the catalogue's `stages`, and of each stage's deferred tools."""
+    catalogues = _stage_catalogues(raw, rewrites)
+    total = tuple(count(stage) for stage in _each_written(catalogues, serialize))
+    if not (_may_defer(raw) and deferred_tools(catalogues[0])):
+        return StageCounts(total)
+    deferred = tuple(count(part) for part in _each_written(catalogues, _deferred_part))
+    return StageCounts(total, deferred)
+
+
+def _stage_catalogues(raw: bytes, rewrites: Sequence[Rewrite]) -> list[JSON]:
+    """The catalogue before the components and after each one (the same object again after
+    a component that changed nothing)."""
     current = parse_catalogue(raw)
-    out = [serialize(current)]
+    out = [current]
     for component in rewrites:
         try:
             new, _ = rewrite_catalogue(current, component)
         except Exception:  # as in `rewrite`: a failing component passes its input on
             new = current
-        out.append(out[-1] if new is current else serialize(new))
+        out.append(new)
         current = new
     return out
+
+
+def _each_written(catalogues: Sequence[JSON], write: Callable[[JSON], bytes]) -> list[bytes]:
+    """`write` of each stage, written once for a run of the same catalogue."""
+    out: list[bytes] = []
+    for index, catalogue in enumerate(catalogues):
+        same = index > 0 and catalogue is catalogues[index - 1]
+        out.append(out[-1] if same else write(catalogue))
+    return out
+
+
+def _deferred_part(catalogue: JSON) -> bytes:
+    """The canonical bytes of a catalogue's deferred tools, as one list."""
+    return serialize(deferred_tools(catalogue))
+
+
+def _may_defer(raw: bytes) -> bool:
+    """Whether catalogue bytes can hold a `defer_loading` member: spelled so, or escaped."""
+    return b"defer_loading" in raw or b"\\u" in raw
+
+
+def _deferred_sizes(raw: bytes, catalogues: Sequence[JSON]) -> list[int] | None:
+    """Canonical bytes of each stage's deferred tools, or None when there are none (or they
+    cannot be written on their own: then what is removed from them counts with the rest)."""
+    if not _may_defer(raw):
+        return None
+    try:
+        if not deferred_tools(catalogues[0]):
+            return None
+        return [len(part) for part in _each_written(catalogues, _deferred_part)]
+    except (TooDeep, orjson.JSONEncodeError):
+        return None
 
 
 def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Entry:
@@ -467,6 +530,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
     if not catalogue:
         return _skipped(raw, len(rewrites), "no_tools")
     changes = []
+    catalogues = [catalogue]  # each stage, for the deferred tools' bytes
     errors: list[tuple[int, str]] = []
     failed: dict[int, str] = {}  # component index -> the class of the exception it raised
     sizes: list[int] = []  # canonical size after each component but the last
@@ -484,6 +548,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
                 errors.append((index, f"{failed[index]}: {exc}"))
                 new, change = current, None
             changes.append((change, new is not current))
+            catalogues.append(new)
             # Intermediate sizes attribute bytes per component; the last one is the output's.
             if index < last:
                 if new is not current or serialized is None:
@@ -500,6 +565,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
         return _skipped(raw, len(rewrites), "too_deep" if is_too_deep(exc) else "not_json")
     sizes.append(len(output))
     adopted = len(output) < len(raw)
+    deferred = _deferred_sizes(raw, catalogues) if adopted else None
     runs = []
     before = len(raw)
     for index, (change, changed) in enumerate(changes):
@@ -517,6 +583,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
                 change.removed,
                 before,
                 after,
+                0 if deferred is None else deferred[index] - deferred[index + 1],
             )
             before = after
         else:
