@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from toolslim import budget, defs, envelope
-from toolslim.envelope import Outcome, Piece, SkipReason
+from toolslim.envelope import Outcome, Piece, SkipReason, StageCounts
 from toolslim.memo import Memo
 from toolslim.schema import JSON, ToolSchema
 
@@ -40,18 +40,38 @@ class ComponentRun:
     removed: Mapping[str, int] = field(default_factory=dict)
     bytes_before: int = 0
     bytes_after: int = 0
+    deferred_bytes_saved: int = 0  # of bytes_saved, those removed from deferred tools
 
     @property
     def bytes_saved(self) -> int:
+        """Bytes removed from the request, deferred tools' included."""
         return self.bytes_before - self.bytes_after
 
 
 class TokenCounts(Protocol):
     """Token counts of a catalogue's canonical stages, computed at most once per catalogue."""
 
-    def token_counts(self, count: Callable[[bytes], int]) -> tuple[int, ...]: ...
+    def token_counts(self, count: Callable[[bytes], int]) -> StageCounts: ...
 
-    def cached_token_counts(self) -> tuple[int, ...] | None: ...
+    def cached_token_counts(self) -> StageCounts | None: ...
+
+
+class TokenTotals(dict[str, tuple[int, int]]):
+    """Catalogue tokens before/after per applied component, of one request's catalogues;
+    `deferred` holds the same for their deferred tools' part (empty when they have none),
+    which the provider keeps out of the prompt until a tool search loads it.
+
+    A dict of the totals, so that what only passes the totals on reads it as one."""
+
+    __slots__ = ("deferred",)
+
+    def __init__(
+        self,
+        totals: Mapping[str, tuple[int, int]] | None = None,
+        deferred: Mapping[str, tuple[int, int]] | None = None,
+    ) -> None:
+        super().__init__(totals or {})
+        self.deferred: dict[str, tuple[int, int]] = dict(deferred or {})
 
 
 @dataclass(slots=True, eq=False)
@@ -67,17 +87,22 @@ class AppliedCatalogue:
     stages: TokenCounts
     components: tuple[str, ...]
     applied: tuple[bool, ...]
-    _totals: Mapping[str, tuple[int, int]] | None = field(default=None, init=False, repr=False)
+    _totals: TokenTotals | None = field(default=None, init=False, repr=False)
 
-    def totals(self, counts: Sequence[int]) -> dict[str, tuple[int, int]]:
+    def totals(self, counts: StageCounts) -> TokenTotals:
         """Tokens before/after per applied component, from the stages' token counts."""
+        return TokenTotals(self._pairs(counts.total), self._pairs(counts.deferred))
+
+    def _pairs(self, counts: tuple[int, ...]) -> dict[str, tuple[int, int]]:
+        if not counts:
+            return {}
         return {
             name: (counts[index], counts[index + 1])
             for index, name in enumerate(self.components)
             if self.applied[index]
         }
 
-    def cached_totals(self) -> Mapping[str, tuple[int, int]] | None:
+    def cached_totals(self) -> TokenTotals | None:
         """`totals` once the stages are counted, kept: a session asks on every turn (a
         shared read-only mapping)."""
         if self._totals is None:
@@ -114,12 +139,12 @@ class RunReport:
         return len(self.pieces) != 1 or self.pieces[0] is not original
 
 
-def count_tokens(report: RunReport, count: Callable[[bytes], int]) -> dict[str, tuple[int, int]]:
+def count_tokens(report: RunReport, count: Callable[[bytes], int]) -> TokenTotals:
     """Tokens before/after per component for one request; blocking, so run it off the loop."""
     return _token_totals(report, [c.stages.token_counts(count) for c in report.applied])
 
 
-def cached_tokens(report: RunReport) -> Mapping[str, tuple[int, int]] | None:
+def cached_tokens(report: RunReport) -> TokenTotals | None:
     """`count_tokens` without counting: None unless every catalogue was counted before.
 
     Read-only: for the usual request, one catalogue, it is the catalogue's kept mapping.
@@ -134,15 +159,19 @@ def cached_tokens(report: RunReport) -> Mapping[str, tuple[int, int]] | None:
     return _token_totals(report, counts)
 
 
-def _token_totals(
-    report: RunReport, stage_counts: Sequence[tuple[int, ...]]
-) -> dict[str, tuple[int, int]]:
-    totals: dict[str, tuple[int, int]] = {}
+def _token_totals(report: RunReport, stage_counts: Sequence[StageCounts]) -> TokenTotals:
+    totals = TokenTotals()
     for catalogue, counts in zip(report.applied, stage_counts, strict=True):
-        for name, (before, after) in catalogue.totals(counts).items():
-            was_before, was_after = totals.get(name, (0, 0))
-            totals[name] = (was_before + before, was_after + after)
+        one = catalogue.totals(counts)
+        _add(totals, one)
+        _add(totals.deferred, one.deferred)
     return totals
+
+
+def _add(totals: dict[str, tuple[int, int]], more: Mapping[str, tuple[int, int]]) -> None:
+    for name, (before, after) in more.items():
+        was_before, was_after = totals.get(name, (0, 0))
+        totals[name] = (was_before + before, was_after + after)
 
 
 def skipped_report(body: bytes, names: Sequence[str], reason: SkipReason) -> RunReport:
@@ -301,4 +330,5 @@ def _combine(name: str, runs: Sequence[envelope.CatalogueRun]) -> ComponentRun:
         removed=dict(removed),
         bytes_before=sum(r.bytes_before for r in runs if r.outcome == "applied"),
         bytes_after=sum(r.bytes_after for r in runs if r.outcome == "applied"),
+        deferred_bytes_saved=sum(r.deferred_bytes_saved for r in runs if r.outcome == "applied"),
     )
