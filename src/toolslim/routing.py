@@ -6,7 +6,8 @@ Must not import aiohttp or prometheus_client: the shell hands plain values in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -34,6 +35,19 @@ _UPSTREAM_OF: Final[Mapping[Api, str]] = {
     "openai-chat": "openai",
     "openai-responses": "openai",
 }
+
+
+# A `.` or `..` segment (RFC 3986 section 3.3), its dots raw or percent-encoded, between
+# separators that some upstream somewhere also splits on: `/`, `\\`, their encodings, and `;`
+# (path parameters: `..;` is `..` to Tomcat-style servers). An upstream that resolves one
+# would serve from outside the configured base path (RFC 3986 section 5.2.4).
+_DOT_SEGMENT: Final = re.compile(
+    r"(?:^|/|\\|%2f|%5c)(?:\.|%2e){1,2}(?=$|/|\\|%2f|%5c|;)", re.IGNORECASE
+)
+# The server decodes header bytes as UTF-8 with surrogateescape, so a byte that is not part
+# of a UTF-8 sequence arrives as a lone surrogate; the client library writes UTF-8 and drops
+# those (a credential would arrive altered).
+_NOT_UTF8: Final = re.compile("[\udc80-\udcff]")
 
 
 @dataclass(slots=True)  # one per request: not frozen, see pipeline.RunReport
@@ -95,3 +109,36 @@ def drop_hop_by_hop(headers: CIMultiDict[str], drop: frozenset[str]) -> CIMultiD
     for name in [name for name in headers if name[:6].lower() == "proxy-"]:
         headers.popall(name, None)
     return headers
+
+
+def refusal(target: str, headers: Iterable[tuple[str, str]]) -> str | None:
+    """Why a request cannot be forwarded faithfully (its 400 says so), or None.
+
+    A path with a dot-segment is refused: an upstream that resolves it would serve outside
+    its base path. A header whose bytes are not UTF-8 is refused: it would not arrive exactly
+    (obs-text that is UTF-8 arrives byte for byte).
+    """
+    path = target.partition("?")[0]
+    if ("." in path or "%" in path) and _DOT_SEGMENT.search(path) is not None:
+        return (
+            "toolslim refuses paths with . or .. segments (also percent-encoded): an upstream "
+            "that resolves them would serve from outside its base path"
+        )
+    name = inexact_header(headers)
+    if name is not None:
+        return (
+            f"the {name} header holds bytes that are not UTF-8; toolslim forwards headers "
+            "byte for byte or not at all"
+        )
+    return None
+
+
+def inexact_header(headers: Iterable[tuple[str, str]]) -> str | None:
+    """The name of the first header that would not reach the upstream byte for byte (its
+    name or value is not UTF-8), or None. The value is never part of the answer."""
+    for name, value in headers:
+        if not (name.isascii() and value.isascii()) and (
+            _NOT_UTF8.search(value) is not None or _NOT_UTF8.search(name) is not None
+        ):
+            return _NOT_UTF8.sub("?", name)
+    return None
