@@ -140,3 +140,92 @@ def test_an_info_line_written_directly_is_the_line_logging_writes(
     assert direct.getvalue().endswith(
         " INFO toolslim.app: POST /v1/messages status=200 100% done\n"
     )
+
+
+# --- nothing a request carries, whatever fails -------------------------------------------
+
+
+def test_a_traceback_shows_frames_and_types_but_no_exception_message() -> None:
+    stream = io.StringIO()
+    handler = BatchedLines(stream)
+    handler.setFormatter(LineFormatter(FORMAT))
+    logger = logging.getLogger("toolslim.test_logs.traceback")
+    logger.addHandler(handler)
+    logger.propagate = False
+    secret = "sk-ant-" + "0123456789"  # only the frames' source lines are code
+    try:
+        try:
+            {}[secret]
+        except KeyError as exc:
+            raise ValueError(f"x-api-key: {secret}") from exc
+    except ValueError:
+        logger.exception("failed on %s", "/v1/messages")
+    finally:
+        logger.removeHandler(handler)
+    handler.flush()
+    text = stream.getvalue()
+    assert "ERROR toolslim.test_logs.traceback: failed on /v1/messages" in text
+    assert "Traceback (most recent call last):" in text
+    assert "\nKeyError\n" in text and text.rstrip().endswith("ValueError")
+    assert "direct cause" in text
+    assert secret not in text
+
+
+def test_an_os_error_is_described_by_its_errno_not_its_message() -> None:
+    assert logs.describe(FileNotFoundError(2, "No such file or directory", "/secret")) == (
+        "FileNotFoundError [Errno 2] No such file or directory"
+    )
+    assert logs.describe(ValueError("sk-ant-secret")) == "ValueError"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_flood_is_one_line_a_second_and_the_next_line_counts_the_rest(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    throttle = logs.Throttle(logging.getLogger("toolslim.test"), clock=clock)
+    with caplog.at_level(logging.INFO, "toolslim.test"):
+        written = [throttle.log(logging.INFO, "malformed", "malformed request") for _ in range(5)]
+        clock.now += 1.0
+        throttle.log(logging.INFO, "malformed", "malformed request")
+        throttle.log(logging.INFO, "accept", "cannot accept")  # each kind has its own second
+    assert written == [True, False, False, False, False]
+    assert [r.getMessage() for r in caplog.records] == [
+        "malformed request",
+        "malformed request (4 more like it since the last such line)",
+        "cannot accept",
+    ]
+
+
+async def test_failed_accepts_are_one_line_a_second_and_other_loop_errors_quote_no_repr(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import asyncio
+
+    logger = logging.getLogger("toolslim.test_loop")
+    clock = Clock()
+    handler = logs.LoopErrors(logger, logs.Throttle(logger, clock=clock))
+    loop = asyncio.get_running_loop()
+    full = OSError(24, "Too many open files")
+    with caplog.at_level(logging.INFO, "toolslim.test_loop"):
+        for _ in range(1000):
+            handler(loop, {"message": logs.ACCEPT_FAILED, "exception": full})
+        handler(
+            loop,
+            {
+                "message": "Exception in callback <Handle data_received(b'x-api-key: sk-secret')>",
+                "exception": ValueError("sk-secret"),
+            },
+        )
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        "cannot accept a connection: OSError [Errno 24] Too many open files",
+        "Exception in callback",
+    ]

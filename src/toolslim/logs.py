@@ -1,11 +1,18 @@
 """How `toolslim serve` writes its log: logging's own lines, made cheap enough to write one per
-request (stdlib only; nothing here knows about HTTP)."""
+request, that never show what an exception's message might quote, and at most one a second of
+each flood (stdlib only; nothing here knows about HTTP)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 import time
-from typing import Final, TextIO
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Final, TextIO
 
 FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # A line waits at most this long, and the lines waiting at most this many characters.
@@ -28,9 +35,61 @@ def configure(level: str) -> BatchedLines:
     return handler
 
 
+def describe(exc: BaseException) -> str:
+    """An exception as a log line may show it: its type, and an OSError's errno text.
+
+    Never its message: a parse error quotes the raw request (credentials, query strings), and
+    a KeyError or ValueError raised over a body quotes the body.
+    """
+    name = type(exc).__qualname__
+    module = type(exc).__module__
+    text = name if module == "builtins" else f"{module}.{name}"
+    if isinstance(exc, OSError) and exc.errno is not None and exc.strerror:
+        text += f" [Errno {exc.errno}] {exc.strerror}"
+    return text
+
+
+def safe_traceback(exc: BaseException) -> str:
+    """`traceback.format_exception` with every exception of the chain shown by `describe`:
+    the frames (file, line, function, source line) and types, no message."""
+    chain: list[tuple[BaseException, str]] = []
+    current: BaseException | None = exc
+    joint = ""
+    while current is not None and all(current is not seen for seen, _ in chain):
+        chain.append((current, joint))
+        if current.__cause__ is not None:
+            current, joint = current.__cause__, _CAUSE
+        elif current.__context__ is not None and not current.__suppress_context__:
+            current, joint = current.__context__, _CONTEXT
+        else:
+            current = None
+    parts: list[str] = []
+    for link, joint in reversed(chain):  # oldest first, as Python prints a chain
+        if link.__traceback__ is not None:
+            parts.append("Traceback (most recent call last):\n")
+            parts.extend(traceback.format_list(traceback.extract_tb(link.__traceback__)))
+        parts.append(describe(link) + "\n")
+        if joint:
+            parts.append(joint)
+    return "".join(parts).rstrip("\n")
+
+
+_CAUSE: Final = "\nThe above exception was the direct cause of the following exception:\n\n"
+_CONTEXT: Final = "\nDuring handling of the above exception, another exception occurred:\n\n"
+
+
 class LineFormatter(logging.Formatter):
     """logging's own line, with its date and time formatted once a second instead of once a
-    line (time.strftime was 4 us of each request's log call, measured in the proxy)."""
+    line (time.strftime was 4 us of each request's log call, measured in the proxy), and
+    tracebacks by `safe_traceback`."""
+
+    def formatException(
+        self,
+        ei: tuple[type[BaseException], BaseException, TracebackType | None]
+        | tuple[None, None, None],
+    ) -> str:
+        _, value, _ = ei
+        return "" if value is None else safe_traceback(value)
 
     _second = -1
     _stamp = ""
@@ -110,3 +169,66 @@ class BatchedLines(logging.StreamHandler[TextIO]):
             pass
         finally:
             self.release()
+
+
+class Throttle:
+    """At most one line a second of each kind, the next one saying how many were not written:
+    a flood of malformed requests or failed accepts costs one line a second, not a disk."""
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        interval: float = FLUSH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._logger = logger
+        self._interval = interval
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._unwritten: Counter[str] = Counter()
+
+    def log(self, level: int, kind: str, message: str) -> bool:
+        """Write `message` unless a line of `kind` went out less than a second ago (then count
+        it); whether it was written. `kind` is one of a few fixed words, never data."""
+        now = self._clock()
+        last = self._last.get(kind)
+        if last is not None and now - last < self._interval:
+            self._unwritten[kind] += 1
+            return False
+        self._last[kind] = now
+        if unwritten := self._unwritten.pop(kind, 0):
+            message += f" ({unwritten} more like it since the last such line)"
+        self._logger.log(level, "%s", message)
+        return True
+
+
+# What the event loop's own messages are made of before a repr that may quote data: "Exception
+# in callback <Handle ...(b'...')>", "Task exception was never retrieved".
+_REPR: Final = re.compile(r"""[<({'"]""")
+# asyncio.selector_events reports a failed accept() with this message, once per pending
+# connection per retry: 280,572 lines in 18 s at 1,024 descriptors (issue 16).
+ACCEPT_FAILED: Final = "socket.accept() out of system resource"
+
+
+class LoopErrors:
+    """The event loop's exception handler while serving: a failed accept at most once a second
+    with a count, anything else as its message's head and a safe traceback (the default
+    handler prints the reprs of the task, the protocol and the exception, which may quote a
+    request)."""
+
+    def __init__(self, logger: logging.Logger, throttle: Throttle) -> None:
+        self._logger = logger
+        self._throttle = throttle
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        message = str(context.get("message") or "unexpected error in the event loop")
+        if message == ACCEPT_FAILED:
+            why = describe(exc) if isinstance(exc, BaseException) else "no reason given"
+            self._throttle.log(logging.ERROR, "accept", f"cannot accept a connection: {why}")
+            return
+        head = _REPR.split(message, maxsplit=1)[0].strip() or "unexpected error in the event loop"
+        if isinstance(exc, BaseException):
+            self._logger.error("%s", head, exc_info=exc)
+        else:
+            self._logger.error("%s", head)
