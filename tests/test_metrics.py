@@ -25,6 +25,8 @@ REQUIRED = {
     "toolslim_tool_schema_tokens_saved_total",
     "toolslim_component_bytes_saved_total",
     "toolslim_component_tokens_saved_total",
+    "toolslim_component_deferred_bytes_saved_total",
+    "toolslim_component_deferred_tokens_saved_total",
     "toolslim_component_removed_total",
     "toolslim_tools_seen_total",
     "toolslim_memo_hits_total",
@@ -162,6 +164,8 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
             ("tools_changed", "toolslim_tools_changed_total"),
             ("bytes_saved", "toolslim_component_bytes_saved_total"),
             ("tokens_saved", "toolslim_component_tokens_saved_total"),
+            ("deferred_bytes_saved", "toolslim_component_deferred_bytes_saved_total"),
+            ("deferred_tokens_saved", "toolslim_component_deferred_tokens_saved_total"),
         ):
             put(f"{p}.{key}", one(name, component=comp), c[key])
         for unit in ("bytes", "tokens"):

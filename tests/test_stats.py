@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from toolslim.pipeline import ComponentRun, RunReport, skipped_report
+from toolslim.pipeline import ComponentRun, RunReport, TokenTotals, skipped_report
 from toolslim.stats import Histogram, Stats, percentile
 from toolslim.usage import Usage
 
@@ -199,6 +199,37 @@ def test_warm_break_even_follows_configured_multipliers() -> None:
     stats.record_tokens({"toolschema": (100, 90)})
     # ((w - r) P - w s) / (r s) = (1.5 * 100 - 2 * 10) / (0.5 * 10) = 130 / 5
     assert stats.snapshot()["cache"]["warm_break_even_requests"] == pytest.approx(26.0)
+
+
+def test_what_is_removed_from_deferred_tools_is_counted_apart_from_the_savings() -> None:
+    clock = FakeClock()
+    stats = Stats(["toolschema"], clock=clock)
+    # 400 bytes saved, 150 of them from deferred tools; tokens 2000 -> 1700, 100 of them deferred.
+    stats.record_pipeline(applied(before=1000, after=600, deferred_bytes_saved=150))
+    saved = stats.record_tokens(
+        TokenTotals({"toolschema": (2000, 1700)}, {"toolschema": (500, 400)})
+    )
+    snap = stats.snapshot()
+    c = snap["components"]["toolschema"]
+    assert (c["catalogue_bytes_before"], c["catalogue_bytes_after"]) == (1000, 600)
+    assert (c["bytes_saved"], c["deferred_bytes_saved"]) == (250, 150)
+    assert (c["catalogue_tokens_before"], c["catalogue_tokens_after"]) == (2000, 1700)
+    assert (c["tokens_saved"], c["deferred_tokens_saved"]) == (200, 100)
+    assert saved == 200  # what usage counts as saved, cold or warm
+    [point] = snap["series"]["points"]
+    assert (point["bytes_saved"], point["tokens_saved"]) == (250, 200)
+    # The break-even is the prompt's: P and s without the deferred tools.
+    cache = snap["cache"]
+    assert (cache["catalogue_tokens"], cache["tokens_saved_per_request"]) == (1500, 200)
+    assert cache["warm_break_even_requests"] == pytest.approx((1.15 * 1500 - 1.25 * 200) / 20)
+
+
+def test_a_catalogue_of_only_deferred_savings_saves_nothing_for_the_break_even() -> None:
+    stats = Stats(["toolschema"])
+    stats.record_tokens(TokenTotals({"toolschema": (2000, 1900)}, {"toolschema": (800, 700)}))
+    c = stats.snapshot()["components"]["toolschema"]
+    assert (c["tokens_saved"], c["deferred_tokens_saved"]) == (0, 100)
+    assert stats.snapshot()["cache"]["warm_break_even_requests"] is None
 
 
 def test_warm_break_even_is_null_until_a_catalogue_saved_tokens() -> None:

@@ -273,6 +273,16 @@ def _component_families(components: Mapping[str, Mapping[str, Any]]) -> list[Met
             "Catalogue tokens saved (canonical compact form, cl100k).",
             "component",
         ),
+        "deferred_bytes_saved": _counter_family(
+            "toolslim_component_deferred_bytes_saved",
+            "Catalogue bytes removed from deferred tools (out of the prompt until loaded).",
+            "component",
+        ),
+        "deferred_tokens_saved": _counter_family(
+            "toolslim_component_deferred_tokens_saved",
+            "Catalogue tokens removed from deferred tools (out of the prompt until loaded).",
+            "component",
+        ),
     }
     catalogue_bytes = _counter_family(
         "toolslim_component_catalogue_bytes",

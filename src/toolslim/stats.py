@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from toolslim.pipeline import RunReport
+from toolslim.pipeline import RunReport, TokenTotals
 from toolslim.usage import Usage
 
 SCHEMA_VERSION = 1
@@ -102,6 +102,10 @@ class ComponentCounters:
     catalogue_bytes_after: int = 0
     catalogue_tokens_before: int = 0
     catalogue_tokens_after: int = 0
+    # Removed from deferred tools, which the provider keeps out of the prompt until a tool
+    # search loads them: counted here instead of bytes_saved / tokens_saved.
+    deferred_bytes_saved: int = 0
+    deferred_tokens_saved: int = 0
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -114,10 +118,18 @@ class ComponentCounters:
             "removed": dict(sorted(self.removed.items())),
             "catalogue_bytes_before": self.catalogue_bytes_before,
             "catalogue_bytes_after": self.catalogue_bytes_after,
-            "bytes_saved": self.catalogue_bytes_before - self.catalogue_bytes_after,
+            "bytes_saved": (
+                self.catalogue_bytes_before - self.catalogue_bytes_after - self.deferred_bytes_saved
+            ),
             "catalogue_tokens_before": self.catalogue_tokens_before,
             "catalogue_tokens_after": self.catalogue_tokens_after,
-            "tokens_saved": self.catalogue_tokens_before - self.catalogue_tokens_after,
+            "tokens_saved": (
+                self.catalogue_tokens_before
+                - self.catalogue_tokens_after
+                - self.deferred_tokens_saved
+            ),
+            "deferred_bytes_saved": self.deferred_bytes_saved,
+            "deferred_tokens_saved": self.deferred_tokens_saved,
         }
 
 
@@ -232,7 +244,8 @@ class Stats:
                 counters.applied += 1
                 counters.catalogue_bytes_before += run.bytes_before
                 counters.catalogue_bytes_after += run.bytes_after
-                point[3] += run.bytes_saved
+                counters.deferred_bytes_saved += run.deferred_bytes_saved
+                point[3] += run.bytes_saved - run.deferred_bytes_saved
                 counters.tools_changed += run.tools_changed
                 removed = counters.removed  # not Counter.update: its Mapping check is slow
                 for keyword, count in run.removed.items():
@@ -244,16 +257,22 @@ class Stats:
                 counters.error += 1
 
     def record_tokens(self, tokens: Mapping[str, tuple[int, int]]) -> int:
-        """Catalogue tokens before/after per component for one request; returns tokens saved."""
+        """Catalogue tokens before/after per component for one request; returns the tokens
+        saved in the prompt (a TokenTotals' deferred part is counted apart)."""
         saved = 0
         for name, (before, after) in tokens.items():
             counters = self._counters(name)
             counters.catalogue_tokens_before += before
             counters.catalogue_tokens_after += after
             saved += before - after
+        deferred = tokens.deferred if isinstance(tokens, TokenTotals) else {}
+        for name, (before, after) in deferred.items():
+            self._counters(name).deferred_tokens_saved += before - after
+            saved -= before - after
         if tokens:
-            first_before = next(iter(tokens.values()))[0]
-            self.last_catalogue_tokens = first_before
+            first, (first_before, _) = next(iter(tokens.items()))
+            # P and s of the break-even are the prompt's: deferred tools are not in it.
+            self.last_catalogue_tokens = first_before - deferred.get(first, (0, 0))[0]
             self.last_tokens_saved = saved
             self.last_tokens_at = self.clock()
         self._series_point()[2] += saved
