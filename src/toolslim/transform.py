@@ -1,42 +1,78 @@
 """PURE. The pipeline call shared by every transport: decode the body per its Content-Encoding,
-run the pipeline, and choose the pieces to forward.
+run the pipeline, and choose the pieces to forward; and what is too heavy for the event loop.
 
 Must not import aiohttp or prometheus_client.
 """
 
 from __future__ import annotations
 
+from typing import Final, cast
+
 from multidict import CIMultiDict
 
 from toolslim import codings
 from toolslim.catalog import Api
-from toolslim.envelope import Piece
+from toolslim.envelope import Piece, SkipReason
 from toolslim.pipeline import Pipeline, RunReport
+
+KiB: Final = 1024
+MiB: Final = 1024 * KiB
+# The largest body the event loop decodes and walks itself: about 2 ms of work per MiB (a
+# full parse, bench/compact_bench.py), so a few ms at most. A larger one, or a compressed one
+# larger than ON_LOOP_CODED (decoding tiny gzip members costs ~2 ms per 20 KB), goes to the
+# worker thread (offload.Offload).
+ON_LOOP_BYTES: Final = 1 * MiB
+ON_LOOP_CODED: Final = 64 * KiB
+# The largest decoded body the pipeline looks at (the `max_catalogue_bytes` setting): its
+# parse is one call that holds the interpreter, on whatever thread, about 2 ms per MiB.
+MAX_CATALOGUE_BYTES: Final = 8 * MiB
+# A body the worker thread could not take: forwarded untouched. (envelope.SkipReason does not
+# list it yet; the stats count skip reasons as strings.)
+BUSY: Final = cast(SkipReason, "busy")
+
+Transformed = tuple[RunReport, tuple[Piece, ...]]
 
 
 def transform(
-    body: bytes, headers: CIMultiDict[str], pipeline: Pipeline, limit: int, api: Api
-) -> tuple[RunReport, tuple[Piece, ...]]:
+    body: bytes,
+    headers: CIMultiDict[str],
+    pipeline: Pipeline,
+    limit: int,
+    api: Api,
+    max_catalogue: int | None = None,
+    on_loop: bool = False,
+) -> Transformed | None:
     """The pipeline's report on the (decoded) body, and the pieces of the body to forward.
 
     A changed body goes decoded, without its Content-Encoding (removed from `headers`); an
-    unchanged one goes as the client sent it.
+    unchanged one goes as the client sent it. A decoded body over `limit` or `max_catalogue`
+    bytes is skipped `too_large`. With `on_loop`, None instead of work too heavy for the event
+    loop (see ON_LOOP_BYTES): the caller runs it again elsewhere without `on_loop`.
     """
     coding = headers.get("Content-Encoding", "")
+    if not coding and max_catalogue is not None and len(body) > max_catalogue:
+        return pipeline.skip(body, "too_large"), (body,)
+    if on_loop and len(body) > (ON_LOOP_CODED if coding else ON_LOOP_BYTES):
+        return None
     decoded = body
     if coding:
+        cap = min(limit, ON_LOOP_BYTES) if on_loop else limit
         try:
-            decoded = codings.decode(coding, body, limit)
+            decoded = codings.decode(coding, body, cap)
         except codings.TooLarge:
+            if cap < limit:
+                return None  # may fit the limit: decode it off the loop
             return pipeline.skip(body, "too_large"), (body,)
         except (codings.Unsupported, codings.Undecodable):
             return pipeline.skip(body, "undecodable"), (body,)
+    if max_catalogue is not None and len(decoded) > max_catalogue:
+        return pipeline.skip(body, "too_large"), (body,)
     return message(decoded, body, headers, pipeline, api)
 
 
 def message(
     decoded: bytes, body: bytes, headers: CIMultiDict[str] | None, pipeline: Pipeline, api: Api
-) -> tuple[RunReport, tuple[Piece, ...]]:
+) -> Transformed:
     """Run the pipeline on a decoded body; `body` (as received) goes on when nothing changed."""
     report = pipeline.run(decoded, api)  # never raises: the runner fails open itself
     if not report.changed(decoded):
