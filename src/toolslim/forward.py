@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from aiohttp import ClientError, ClientResponse, ClientSession, StreamReader, web
@@ -22,14 +22,16 @@ from yarl import URL
 
 from toolslim import capture
 from toolslim.config import Settings
-from toolslim.envelope import Piece, joined
+from toolslim.envelope import Piece, SkipReason, joined
 from toolslim.errors import HeadersTimeout, error_body, refusal_body, translate
 from toolslim.exchange import Exchange, Ledger
+from toolslim.limits import MAX_BUFFERED_BYTES, BufferBudget, ClientLimits
+from toolslim.offload import Offload
 from toolslim.pipeline import Pipeline
 from toolslim.routing import HOP_BY_HOP, REQUEST_REBUILT, Route, drop_hop_by_hop, route_request
 from toolslim.sse import UsageObserver
 from toolslim.stats import Stats
-from toolslim.transform import transform
+from toolslim.transform import BUSY, MAX_CATALOGUE_BYTES, Transformed, transform
 from toolslim.watchdog import Patrol, Watchdog
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,19 @@ log = logging.getLogger(__name__)
 ONE_WRITE: Final = 128 * 1024
 
 Body = Payload | AsyncIterator[bytes] | None
+
+
+class ClientStalled(Exception):
+    """The client sent no byte of its body for `limits.body_idle` seconds."""
+
+
+@dataclass(slots=True)
+class Intake:
+    """What one request's body holds while it is read and sent: its bytes in the buffer
+    budget, and whether its client stalled while the body streamed through."""
+
+    held: int = 0
+    stalled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +67,10 @@ class Forwarder:
     patrol: Patrol
     ledger: Ledger
     recorder: capture.Recorder | None  # None records nothing
+    limits: ClientLimits = field(default_factory=ClientLimits)
+    budget: BufferBudget = field(default_factory=lambda: BufferBudget(MAX_BUFFERED_BYTES))
+    offload: Offload | None = None  # None transforms every body on the loop
+    max_catalogue: int = MAX_CATALOGUE_BYTES
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Forward one request; the proxy never answers 500 for its own failure."""
@@ -78,12 +97,21 @@ class Forwarder:
 
     async def _forward(self, request: web.Request, exchange: Exchange) -> web.StreamResponse:
         headers = drop_hop_by_hop(CIMultiDict(request.headers), REQUEST_REBUILT)
-        data = await self.read_body(request, headers, exchange)
-        exchange.overhead = time.perf_counter() - exchange.received
-        exchange.sent = True
+        intake = Intake()
         watchdog = self.patrol.watch()
         try:
-            upstream = await self.send(exchange, headers, data, watchdog)
+            try:
+                data = await self.read_body(request, headers, exchange, watchdog, intake)
+            except asyncio.CancelledError:
+                if not watchdog.expired():
+                    raise
+                return await self.stalled(request, exchange)
+            exchange.overhead = time.perf_counter() - exchange.received
+            exchange.sent = True
+            try:
+                upstream = await self.send(exchange, headers, data, watchdog, intake)
+            except ClientStalled:
+                return await self.stalled(request, exchange)
             if isinstance(upstream, web.Response):
                 return upstream
             try:
@@ -92,33 +120,47 @@ class Forwarder:
                 upstream.close()  # a no-op after a complete read (the connection is pooled)
         finally:
             self.patrol.release(watchdog)
+            self.budget.give(intake.held)
 
     async def read_body(
-        self, request: web.Request, headers: CIMultiDict[str], exchange: Exchange
+        self,
+        request: web.Request,
+        headers: CIMultiDict[str],
+        exchange: Exchange,
+        watchdog: Watchdog,
+        intake: Intake,
     ) -> Body:
-        """Phase 1 and 2: read the body within max_body_bytes and transform it; a larger one
-        streams through untouched."""
+        """Phase 1 and 2: read the body within max_body_bytes and the buffer budget, and
+        transform it; a body that is larger, or does not fit the budget, streams through
+        untouched."""
         limit = self.settings.max_body_bytes
         pipeline = self.pipeline
         declared = request.content_length
-        overflow = declared is not None and declared > limit
+        budget = self.budget
         body = b""
-        if not overflow:
-            body, overflow = await read_limited(request.content, limit)
-        if overflow:
-            exchange.report = pipeline.skip(b"", "too_large")
+        unread: SkipReason | None = None
+        if declared is not None and declared > limit:
+            unread = "too_large"
+        elif declared is not None and declared > budget.capacity - budget.held:
+            unread = BUSY  # it cannot fit now: not a byte of it is held
+        else:
+            body, unread = await self.receive(request.content, watchdog, intake)
+        if unread is not None:
+            exchange.report = pipeline.skip(b"", unread)
             if declared is not None:
                 headers["Content-Length"] = str(declared)
-            return passthrough(body, request.content, exchange)
+            return passthrough(body, request.content, exchange, intake, self.limits.body_idle)
         if not body:
             exchange.report = pipeline.skip(body, "no_body")
             return None
-        report, forwarded = transform(body, headers, pipeline, limit, exchange.route.api)
+        report, forwarded = await self.transform(body, headers, exchange)
         exchange.report, exchange.body = report, body
         payload = Pieces(forwarded)
         exchange.bytes_in, exchange.bytes_out = len(body), payload.length
         for component, message in report.errors:
-            log.warning("component %s failed on %s: %s", component, exchange.path, message)
+            # The error's type only: its message may quote the body.
+            kind = message.partition(":")[0]
+            log.warning("component %s failed on %s: %s", component, exchange.path, kind)
         if report.applied:
             # A catalogue counted before is known at once; a new one is tokenized off the
             # loop while the request goes upstream.
@@ -136,10 +178,70 @@ class Forwarder:
             )
         return payload
 
+    async def receive(
+        self, content: StreamReader, watchdog: Watchdog, intake: Intake
+    ) -> tuple[bytes, SkipReason | None]:
+        """The whole body, or what was read of it and why the rest streams through: it is
+        longer than max_body_bytes, or its bytes do not fit the buffer budget. A gap of
+        `limits.body_idle` between two reads cancels the handler (see `stalled`)."""
+        limit = self.settings.max_body_bytes
+        idle = self.limits.body_idle
+        budget = self.budget
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            watchdog.waiting(idle)
+            chunk = await content.readany()
+            watchdog.done()
+            if not chunk:
+                return b"".join(parts), None
+            parts.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                return b"".join(parts), "too_large"
+            # Held as it arrives: a client must send bytes to use the budget up.
+            if not budget.take(len(chunk)):
+                return b"".join(parts), BUSY
+            intake.held = size
+
+    async def transform(
+        self, body: bytes, headers: CIMultiDict[str], exchange: Exchange
+    ) -> Transformed:
+        """Phase 2: the body transformed on the loop when that is light work, else on the
+        worker thread (untouched, skipped busy, when its queue is full)."""
+        limit, api, largest = self.settings.max_body_bytes, exchange.route.api, self.max_catalogue
+        offload = self.offload
+        on_loop = offload is not None
+        done = transform(body, headers, self.pipeline, limit, api, largest, on_loop=on_loop)
+        if done is not None:
+            return done
+        assert offload is not None
+        done = await offload.run(transform, body, headers, offload.pipeline, limit, api, largest)
+        return done if done is not None else (self.pipeline.skip(body, BUSY), (body,))
+
+    async def stalled(self, request: web.Request, exchange: Exchange) -> web.StreamResponse:
+        """408 and close: the client stopped sending its body (nginx's client_body_timeout)."""
+        exchange.status = 408
+        self.stats.record_connection_closed("body_timeout")
+        response = refusal(408, f"no byte of the request body for {self.limits.body_idle:g} s")
+        try:
+            await response.prepare(request)
+            await response.write_eof()
+        except ConnectionError:
+            pass
+        abort(request)  # the rest of the body is never read
+        return response
+
     async def send(
-        self, exchange: Exchange, headers: CIMultiDict[str], data: Body, watchdog: Watchdog
+        self,
+        exchange: Exchange,
+        headers: CIMultiDict[str],
+        data: Body,
+        watchdog: Watchdog,
+        intake: Intake,
     ) -> ClientResponse | web.Response:
-        """Phase 3: the upstream's response headers, or the error response to answer with."""
+        """Phase 3: the upstream's response headers, or the error response to answer with;
+        ClientStalled when the client stopped sending the body that streams through."""
         route = exchange.route
         url = URL(route.upstream.url + route.target, encoded=True)
         sent = time.perf_counter()
@@ -154,6 +256,8 @@ class Forwarder:
                 raise
             return self.failed(exchange, HeadersTimeout())
         except (ClientError, OSError, TimeoutError) as exc:
+            if intake.stalled:  # the client's body stopped while it streamed through
+                raise ClientStalled from exc
             return self.failed(exchange, exc)
         self.stats.observe_ttfb(time.perf_counter() - sent)
         return upstream
@@ -257,26 +361,23 @@ def abort(request: web.Request) -> None:
         transport.close()
 
 
-async def read_limited(content: StreamReader, limit: int) -> tuple[bytes, bool]:
-    """The whole body, or its first bytes and True once it is longer than `limit`."""
-    parts: list[bytes] = []
-    size = 0
-    while chunk := await content.readany():
-        parts.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            return b"".join(parts), True
-    return b"".join(parts), False
-
-
 async def passthrough(
-    head: bytes, content: StreamReader, exchange: Exchange
+    head: bytes, content: StreamReader, exchange: Exchange, intake: Intake, idle: float
 ) -> AsyncIterator[bytes]:
-    """A body too large to transform: what was read, then the rest as it arrives, untouched."""
+    """A body not transformed: what was read, then the rest as it arrives, untouched. A gap
+    of `idle` seconds between two reads ends it (the upstream sees the body cut short)."""
     if head:
         exchange.bytes_in = exchange.bytes_out = len(head)
         yield head
-    async for chunk in content.iter_any():
+    while True:
+        try:
+            async with asyncio.timeout(idle):
+                chunk = await content.readany()
+        except TimeoutError:
+            intake.stalled = True
+            raise ClientStalled from None
+        if not chunk:
+            return
         exchange.bytes_in = exchange.bytes_out = exchange.bytes_in + len(chunk)
         yield chunk
 
