@@ -23,14 +23,23 @@ from typing import Any, Literal
 
 import orjson
 
-from toolslim.catalog import Rewrite, deferred_tools, rewrite_catalogue, serialize
+from toolslim.catalog import (
+    CatalogueChange,
+    Rewrite,
+    count_tools,
+    deferred_tools,
+    rewrite_catalogue,
+    serialize,
+)
 from toolslim.memo import SHORT_TAIL, Memo, keep, memo_hit, skip_ws, to_front, value_after_key
 from toolslim.schema import JSON, TooDeep, is_too_deep
+from toolslim.toolorder import ToolOrder, reorder_raw
 
 Outcome = Literal["applied", "skipped", "error"]
 # Why a component left a request alone; stats and metrics count skips by these strings.
 SkipReason = Literal[
     "duplicate_keys",
+    "in_order",
     "no_body",
     "no_tools",
     "not_json",
@@ -42,6 +51,9 @@ SkipReason = Literal[
     "unsupported_shape",
 ]
 
+# What a component contributes to a catalogue's walk: a rewrite of each tool schema, or
+# toolorder's order of the whole catalogue.
+Step = Rewrite | ToolOrder
 _WS = b" \t\r\n"
 # APIs whose bodies cannot carry Codex's additional_tools items (they have no `input` list).
 _NO_ADDITIONAL_TOOLS = frozenset({"anthropic", "openai-chat", "gemini"})
@@ -87,7 +99,7 @@ class StageTokens:
     point back at the entry: an entry in a reference cycle outlives its eviction until a full
     garbage collection, and under a flood of new catalogues thousands of them piled up."""
 
-    def __init__(self, raw: bytes, rewrites: Sequence[Rewrite]) -> None:
+    def __init__(self, raw: bytes, rewrites: Sequence[Step]) -> None:
         self._raw = raw
         self._rewrites = tuple(rewrites)
         self._tokens: StageCounts | None = None
@@ -117,7 +129,7 @@ class Entry:
         raw: bytes,
         output: bytes | None,
         runs: tuple[CatalogueRun, ...],
-        rewrites: Sequence[Rewrite] = (),
+        rewrites: Sequence[Step] = (),
         errors: tuple[tuple[int, str], ...] = (),
     ) -> None:
         self.raw = raw
@@ -179,7 +191,7 @@ _Found = tuple[int, Entry, bool]  # where a catalogue starts, its entry, whether
 
 
 def compact(
-    body: bytes, memo: Memo[Entry, Any], rewrites: Sequence[Rewrite], api: str | None = None
+    body: bytes, memo: Memo[Entry, Any], rewrites: Sequence[Step], api: str | None = None
 ) -> Compacted:
     """Rewrite every catalogue in `body`; the same `body` object, as the one piece, comes back
     when none changed.
@@ -448,13 +460,13 @@ def _reject_constant(name: str) -> JSON:
     raise ValueError(f"{name} is not JSON")
 
 
-def stages(raw: bytes, rewrites: Sequence[Rewrite]) -> list[bytes]:
+def stages(raw: bytes, rewrites: Sequence[Step]) -> list[bytes]:
     """Canonical bytes of the catalogue before the components and after each one."""
     return _each_written(_stage_catalogues(raw, rewrites), serialize)
 
 
 def stage_counts(
-    raw: bytes, rewrites: Sequence[Rewrite], count: Callable[[bytes], int]
+    raw: bytes, rewrites: Sequence[Step], count: Callable[[bytes], int]
 ) -> StageCounts:
     """Tokens of each of the catalogue's `stages`, and of each stage's deferred tools."""
     catalogues = _stage_catalogues(raw, rewrites)
@@ -465,14 +477,14 @@ def stage_counts(
     return StageCounts(total, deferred)
 
 
-def _stage_catalogues(raw: bytes, rewrites: Sequence[Rewrite]) -> list[JSON]:
+def _stage_catalogues(raw: bytes, rewrites: Sequence[Step]) -> list[JSON]:
     """The catalogue before the components and after each one (the same object again after
     a component that changed nothing)."""
     current = parse_catalogue(raw)
     out = [current]
     for component in rewrites:
         try:
-            new, _ = rewrite_catalogue(current, component)
+            new, _ = apply_step(current, component)
         except Exception:  # as in `rewrite`: a failing component passes its input on
             new = current
         out.append(new)
@@ -512,7 +524,19 @@ def _deferred_sizes(raw: bytes, catalogues: Sequence[JSON]) -> list[int] | None:
         return None
 
 
-def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Entry:
+def apply_step(catalogue: list[JSON], step: Step) -> tuple[list[JSON], CatalogueChange]:
+    """One component's work on a catalogue; the same list comes back when nothing changed."""
+    if isinstance(step, ToolOrder):
+        ordered, moved = step.order(catalogue)
+        return ordered, CatalogueChange(count_tools(catalogue), 0, moved)
+    return rewrite_catalogue(catalogue, step)
+
+
+def _unchanged(schema: JSON, tool_name: str | None) -> tuple[JSON, Counter[str]]:
+    return schema, Counter()
+
+
+def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
     """Run the components over one catalogue and decide whether to adopt the result.
 
     `parsed`, when given, is `raw` already parsed and proven exact (see `_top_level_span`).
@@ -540,7 +564,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
     try:
         for index, component in enumerate(rewrites):
             try:
-                new, change = rewrite_catalogue(current, component)
+                new, change = apply_step(current, component)
             except TooDeep:
                 raise
             except Exception as exc:  # one component failing must not stop the others
@@ -565,6 +589,18 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
         return _skipped(raw, len(rewrites), "too_deep" if is_too_deep(exc) else "not_json")
     sizes.append(len(output))
     adopted = len(output) < len(raw)
+    # toolorder's exception to the strictly-smaller rule: a new order saves no byte, and is
+    # adopted as the client's own bytes rearranged (the rewrites, not smaller, are dropped).
+    reordered = False
+    if not adopted and any(
+        isinstance(step, ToolOrder) and changed
+        for step, (_, changed) in zip(rewrites, changes, strict=True)
+    ):
+        try:
+            output = reorder_raw(raw, catalogue)
+            adopted = reordered = True
+        except ValueError:
+            pass
     deferred = _deferred_sizes(raw, catalogues) if adopted else None
     runs = []
     before = len(raw)
@@ -574,6 +610,9 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
             continue
         after = sizes[index]
         acted = changed or (index == 0 and after < before)
+        ordering = isinstance(rewrites[index], ToolOrder)
+        if reordered:
+            acted, after = ordering and changed, before
         if adopted and acted:
             run = CatalogueRun(
                 "applied",
@@ -588,7 +627,9 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
             before = after
         else:
             # Not adopted: say whether this component had something to do at all.
-            reason = "not_smaller" if not adopted and changed else "nothing_to_strip"
+            reason = "not_smaller" if (reordered or not adopted) and changed else "nothing_to_strip"
+            if ordering and not changed:
+                reason = "in_order"
             run = CatalogueRun(
                 "skipped", reason, change.tools_seen, change.tools_changed, change.removed
             )
@@ -598,6 +639,8 @@ def rewrite(raw: bytes, rewrites: Sequence[Rewrite], parsed: JSON = None) -> Ent
     # orjson's result keeps the buffer it grew into (2-4x its length); the memo keeps an
     # exact-size copy instead.
     exact = memoryview(output).tobytes()
+    if reordered:  # the stages counted are those the output is made of: the order alone
+        rewrites = [step if isinstance(step, ToolOrder) else _unchanged for step in rewrites]
     return Entry(raw, exact, tuple(runs), rewrites, tuple(errors))
 
 

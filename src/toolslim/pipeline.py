@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from toolslim import budget, defs, envelope
-from toolslim.envelope import Outcome, Piece, SkipReason, StageCounts
+from toolslim import budget, defs, envelope, toolorder
+from toolslim.envelope import Outcome, Piece, SkipReason, StageCounts, Step
+from toolslim.facts import CatalogueFacts
 from toolslim.memo import Memo
 from toolslim.schema import JSON, ToolSchema
 
@@ -129,6 +130,9 @@ class RunReport:
     # (component, "ExcType: message"), logged once per request; a memo hit carries its
     # catalogue's errors again, so every request that catalogue affects says so.
     errors: tuple[tuple[str, str], ...] = ()
+    # The facts of every catalogue found, adopted or not, in body order: what drift and the
+    # advisories decide from when the request is counted (made once per catalogue).
+    catalogues: tuple[CatalogueFacts, ...] = ()
 
     @property
     def body(self) -> bytes:
@@ -180,9 +184,10 @@ def skipped_report(body: bytes, names: Sequence[str], reason: SkipReason) -> Run
 
 
 # The registry: a literal table name -> factory(options). Order here is not pipeline order.
-KNOWN: dict[str, Callable[[Mapping[str, Any]], Component]] = {
+KNOWN: dict[str, Callable[[Mapping[str, Any]], Component | toolorder.ToolOrder]] = {
     "toolbudget": budget.make,
     "tooldefs": defs.make,
+    "toolorder": toolorder.make,
     "toolschema": lambda options: ToolSchema(),
 }
 # Named in the wider design, not built yet: naming one is an error, never a silent no-op.
@@ -233,7 +238,9 @@ class Pipeline:
         # Each entry keeps what a report says about its catalogue, made once (the parts
         # never refer back to their entry, so an eviction frees both at once).
         self.memo: Memo[envelope.Entry, _ReportParts] = Memo(memo_size)
-        self._rewrites = tuple(c.rewrite for c in self.components)
+        self._rewrites: tuple[Step, ...] = tuple(
+            c if isinstance(c, toolorder.ToolOrder) else c.rewrite for c in self.components
+        )
 
     def memo_gauges(self) -> tuple[int, int]:
         return len(self.memo), self.memo.capacity
@@ -272,7 +279,7 @@ class Pipeline:
         else:
             parts = self._report_parts([entry for entry, _ in result.catalogues])
             hits = [hit for _, hit in result.catalogues].count(True)
-        runs, applied, errors = parts
+        runs, applied, errors, catalogues = parts
         return RunReport(
             result.pieces,
             runs,
@@ -280,6 +287,7 @@ class Pipeline:
             memo_misses=len(result.catalogues) - hits,
             applied=applied,
             errors=errors,
+            catalogues=catalogues,
         )
 
     def _parts_of(self, entry: envelope.Entry) -> _ReportParts:
@@ -301,11 +309,14 @@ class Pipeline:
         errors = tuple(
             (self.names[index], message) for entry in entries for index, message in entry.errors
         )
-        return runs, applied, errors
+        return runs, applied, errors, tuple(CatalogueFacts(entry.raw) for entry in entries)
 
 
 _ReportParts = tuple[
-    tuple[ComponentRun, ...], tuple[AppliedCatalogue, ...], tuple[tuple[str, str], ...]
+    tuple[ComponentRun, ...],
+    tuple[AppliedCatalogue, ...],
+    tuple[tuple[str, str], ...],
+    tuple[CatalogueFacts, ...],
 ]
 
 
