@@ -54,6 +54,10 @@ NOT_EXPORTED = {
     "timings.upstream_ttfb_seconds.p50",
     "timings.upstream_ttfb_seconds.p90",
     "timings.upstream_ttfb_seconds.p99",
+    "drift.recent",
+    "advice.claude_code_tool_search_off.fix",
+    "advice.gemini_declarations_over_limit.fix",
+    "advice.websocket_disabled.fix",
 }
 
 
@@ -212,6 +216,19 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
     ):
         put(f"cache.{key}", one(name), snap["cache"][key])
 
+    drift = snap["drift"]
+    put("drift.sessions", one("toolslim_drift_sessions"), drift["sessions"])
+    for kind, value in drift["changes"].items():
+        put(f"drift.changes.{kind}", one("toolslim_catalogue_changes_total", kind=kind), value)
+    for kind, value in drift["cache_write_tokens_after"].items():
+        sample = one("toolslim_catalogue_change_cache_write_tokens_total", kind=kind)
+        put(f"drift.cache_write_tokens_after.{kind}", sample, value)
+    for name, advice in snap["advice"].items():
+        sample = one("toolslim_advice_requests_total", advice=name)
+        put(f"advice.{name}.requests", sample, advice["requests"])
+        sample = one("toolslim_advice_catalogue_bytes_total", advice=name)
+        put(f"advice.{name}.bytes", sample, advice["bytes"])
+
     for key in ("proxy_overhead_seconds", "upstream_ttfb_seconds"):
         h, name, p = snap["timings"][key], f"toolslim_{key}", f"timings.{key}"
         put(f"{p}.count", one(f"{name}_count"), h["count"])
@@ -290,6 +307,7 @@ def test_labels_are_the_bounded_documented_sets() -> None:
         "le",
         "transport",
         "closed_by",
+        "advice",
     }
     assert set().union(*labels.values()) <= allowed
     assert labels["toolslim_component_runs"] == {"component", "outcome"}

@@ -14,6 +14,7 @@ import pytest
 import tiktoken
 
 from proxy_harness import ANTHROPIC, FakeUpstream, Proxy, dumps, stats_of, tools_span, total_is
+from toolslim.drift import Change
 from toolslim.pipeline import ComponentRun, RunReport, TokenTotals, skipped_report
 from toolslim.stats import Histogram, Stats, percentile
 from toolslim.usage import Usage
@@ -122,6 +123,15 @@ def record_mixed_batch(stats: Stats, clock: FakeClock) -> None:
         stats.observe_overhead(ms / 1000)
     for s in (0.35, 0.6, 0.9, 1.7, 2.4, 4.8):
         stats.observe_ttfb(s)
+    # A late MCP server in one session, a reorder in another; Claude Code without tool search.
+    for change in (
+        Change(start + 12, "5e55a1", "anthropic", "added", ("mcp__git__git_log",), ("git",), 640),
+        Change(start + 58, "5e55b2", "anthropic", "order_only", ("Read", "Bash"), (), 21_000),
+    ):
+        stats.record_catalogue_change(change)
+    stats.record_drift_sessions(2)
+    stats.record_advice("claude_code_tool_search_off", 5_186)
+    stats.record_websocket_refused()
     clock.now = start + 65
 
 
@@ -378,6 +388,9 @@ DYNAMIC = {
     "components.<component>.skip_reasons": "<reason>",
     "components.<component>.removed": "<keyword>",
     "usage.tokens": "<kind>",
+    "drift.changes": "<kind>",
+    "drift.cache_write_tokens_after": "<kind>",
+    "advice": "<advice>",
 }
 
 

@@ -144,6 +144,7 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
             usage["usage_unavailable"],
         ),
         *_cache_families(cache),
+        *_drift_families(snap["drift"], snap["advice"]),
         _histogram(
             "toolslim_proxy_overhead_seconds",
             "Time the proxy adds: request received to upstream request sent, and upstream"
@@ -379,6 +380,52 @@ def _cache_families(cache: Mapping[str, Any]) -> list[Metric]:
             cache["tokens_saved_per_request"],
         ),
         break_even,
+    ]
+
+
+def _drift_families(
+    drift: Mapping[str, Any], advice: Mapping[str, Mapping[str, Any]]
+) -> list[Metric]:
+    return [
+        _gauge(
+            "toolslim_drift_sessions",
+            "Sessions whose last catalogue the drift tracker knows now.",
+            drift["sessions"],
+        ),
+        _labelled(
+            _counter_family(
+                "toolslim_catalogue_changes",
+                "Catalogue changes within a session, by kind (order_only, added, removed,"
+                " changed, mixed).",
+                "kind",
+            ),
+            drift["changes"],
+        ),
+        _labelled(
+            _counter_family(
+                "toolslim_catalogue_change_cache_write_tokens",
+                "Cache-write tokens the upstream reported on the request that carried a"
+                " catalogue change, by kind.",
+                "kind",
+            ),
+            drift["cache_write_tokens_after"],
+        ),
+        _labelled(
+            _counter_family(
+                "toolslim_advice_requests",
+                "Requests that carried an advisory (see /stats advice.<name>.fix).",
+                "advice",
+            ),
+            {name: a["requests"] for name, a in advice.items()},
+        ),
+        _labelled(
+            _counter_family(
+                "toolslim_advice_catalogue_bytes",
+                "Catalogue bytes of the MCP tools of the requests that carried an advisory.",
+                "advice",
+            ),
+            {name: a["bytes"] for name, a in advice.items()},
+        ),
     ]
 
 

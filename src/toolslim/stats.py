@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from toolslim.advice import ADVICE, FIX, Advice
+from toolslim.drift import KINDS, Change
 from toolslim.pipeline import RunReport, TokenTotals
 from toolslim.usage import Usage
 
@@ -32,6 +34,7 @@ CONNECTION_GAUGES = ("open", "busy", "max", "buffered_bytes", "max_buffered_byte
 # Seconds. Proxy overhead is sub-millisecond when healthy; TTFB is the model thinking.
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25)
 TTFB_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+RECENT_CHANGES = 50  # catalogue changes /stats lists in drift.recent
 
 
 READ_MULTIPLIER = 0.1  # cache read, x base input price
@@ -189,6 +192,12 @@ class Stats:
         self.last_tokens_at = 0.0  # when P and s were set: across workers, the latest wins
         self.overhead = Histogram(OVERHEAD_BUCKETS)
         self.ttfb = Histogram(TTFB_BUCKETS)
+        self.drift_sessions = 0  # sessions the drift tracker knows now (a gauge)
+        self.drift_changes: Counter[str] = Counter({k: 0 for k in KINDS})
+        self.drift_cache_writes: Counter[str] = Counter({k: 0 for k in KINDS})
+        self.drift_recent: deque[Change] = deque(maxlen=RECENT_CHANGES)
+        self.advice_requests: Counter[str] = Counter({a: 0 for a in ADVICE})
+        self.advice_bytes: Counter[str] = Counter({a: 0 for a in ADVICE})
         self.series_interval = series_interval
         self.series: deque[list[float]] = deque(maxlen=series_points)
         self._point: list[float] = [float("inf"), 0, 0, 0]  # the current one; none yet
@@ -295,6 +304,28 @@ class Stats:
             else:
                 self.cold_requests += 1
                 self.cold_tokens_saved += tokens_saved
+
+    def record_catalogue_change(self, change: Change) -> None:
+        """A session's catalogue changed (drift.Tracker), with what the provider charged."""
+        self.drift_changes[change.kind] += 1
+        self.drift_cache_writes[change.kind] += change.cache_write_tokens_after
+        self.drift_recent.append(change)
+
+    def record_drift_sessions(self, sessions: int) -> None:
+        self.drift_sessions = sessions
+
+    def record_advice(self, advice: Advice, catalogue_bytes: int) -> None:
+        """One request that carries an advisory (counted once per request)."""
+        self.advice_requests[advice] += 1
+        self.advice_bytes[advice] += catalogue_bytes
+
+    def _advice_snapshot(self) -> dict[str, dict[str, Any]]:
+        # A refused upgrade is counted once, as a WebSocket: the advisory reads that count.
+        requests = {**self.advice_requests, "websocket_disabled": self.websockets_refused}
+        return {
+            name: {"requests": requests[name], "bytes": self.advice_bytes[name], "fix": FIX[name]}
+            for name in ADVICE
+        }
 
     def record_upstream_error(self, kind: str) -> None:
         self.upstream_errors[kind] += 1
@@ -416,6 +447,13 @@ class Stats:
                 "proxy_overhead_seconds": self.overhead.snapshot(),
                 "upstream_ttfb_seconds": self.ttfb.snapshot(),
             },
+            "drift": {
+                "sessions": self.drift_sessions,
+                "changes": dict(self.drift_changes),
+                "cache_write_tokens_after": dict(self.drift_cache_writes),
+                "recent": [change.as_dict() for change in self.drift_recent],
+            },
+            "advice": self._advice_snapshot(),
             "series": {
                 "interval_seconds": self.series_interval,
                 "points": [
