@@ -441,6 +441,7 @@ CASES: dict[str, Case] = {
     "capture_max_bytes": Case("1000", 1000, "1 TB"),
     "cache_read_multiplier": Case("0.25", 0.25, "0"),
     "cache_write_multiplier": Case("0", 0.0, "nan"),
+    "drift_max_sessions": Case("500", 500, "0"),
 }
 SECRET = {"admin_token"}  # an error names the option but never repeats the value
 WITH_ENV = [o.name for o in OPTIONS if o.env is not None]

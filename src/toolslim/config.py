@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from toolslim import pipeline
+from toolslim import drift, pipeline
 from toolslim.pipeline import MEMO_SIZE  # as a name: Settings.pipeline hides the module
 from toolslim.stats import READ_MULTIPLIER, WRITE_MULTIPLIER
 
@@ -356,7 +356,9 @@ OPTIONS: Final[tuple[Option, ...]] = (
         doc="Components run on each request body, in order; an empty list ([] here, "
         "--pipeline '' as a flag) forwards every body untouched. "
         "Known: toolschema (lossless annotation stripping), tooldefs (lossless: prunes "
-        "unreachable $defs/definitions; put it first: [tooldefs, toolschema]) and toolbudget "
+        "unreachable $defs/definitions; put it first: [tooldefs, toolschema]), toolorder "
+        "(lossless: puts the tools in one canonical order, so that the same tools in another "
+        "order reach the provider as the same prompt prefix) and toolbudget "
         "(LOSSY: shrinks oversized schemas; it changes what the model is told, see "
         "docs/components.md before enabling it). Names of the wider design (format, dedup, "
         "failed_run, cmdfilter, cachesplit) are not implemented yet and are rejected.",
@@ -530,6 +532,19 @@ OPTIONS: Final[tuple[Option, ...]] = (
         doc="Price of a (5-minute) cache write per token, as a multiple of a normal input "
         "token's (>= 0).",
     ),
+    Option(
+        name="drift_max_sessions",
+        yaml="drift.max_sessions",
+        env=None,
+        flag=None,
+        type="integer",
+        default=drift.MAX_SESSIONS,
+        check=_int(1),
+        doc="Sessions whose recent catalogues drift tracking remembers (an LRU of hashes; the "
+        "least recently seen session goes first), to tell which catalogue changes within a "
+        "session break the provider's prompt cache (/stats drift, docs/drift.md). Drift "
+        "needs a pipeline with at least one component.",
+    ),
 )
 OPTION: Final = MappingProxyType({option.name: option for option in OPTIONS})
 
@@ -580,6 +595,7 @@ class Settings:
     capture_max_bytes: int = DEFAULTS["capture_max_bytes"]
     cache_read_multiplier: float = DEFAULTS["cache_read_multiplier"]
     cache_write_multiplier: float = DEFAULTS["cache_write_multiplier"]
+    drift_max_sessions: int = DEFAULTS["drift_max_sessions"]
 
 
 # The groups of dotted option names: "timeouts.connect" is Settings.timeouts.connect.
