@@ -40,6 +40,12 @@ log = logging.getLogger(__name__)
 # less than a send of the headers on their own (and a packet for the upstream to wake for).
 ONE_WRITE: Final = 128 * 1024
 
+# Decoded bytes the usage observer inflates from a compressed response before it gives up
+# (usage is then unavailable): it decodes on the loop, about 5 ms per MiB of a bomb's spaces,
+# so a small answer that inflates without end costs the other clients at most ~40 ms. Real
+# answers are far smaller: even a long streamed one is a few MB of events.
+OBSERVED_DECODED: Final = 8 * 1024 * 1024
+
 Body = Payload | AsyncIterator[bytes] | None
 
 
@@ -137,19 +143,21 @@ class Forwarder:
         pipeline = self.pipeline
         declared = request.content_length
         budget = self.budget
-        body = b""
+        parts: list[bytes] = []
         unread: SkipReason | None = None
         if declared is not None and declared > limit:
             unread = "too_large"
         elif declared is not None and declared > budget.capacity - budget.held:
             unread = BUSY  # it cannot fit now: not a byte of it is held
         else:
-            body, unread = await self.receive(request.content, watchdog, intake)
+            unread = await self.receive(request.content, watchdog, intake, parts)
         if unread is not None:
             exchange.report = pipeline.skip(b"", unread)
             if declared is not None:
                 headers["Content-Length"] = str(declared)
-            return passthrough(body, request.content, exchange, intake, self.limits.body_idle)
+            return self.stream_through(parts, request.content, exchange, intake)
+        body = parts[0] if len(parts) == 1 else b"".join(parts)
+        del parts[:]  # the pieces go now: a join of a large body is not to be held twice
         if not body:
             exchange.report = pipeline.skip(body, "no_body")
             return None
@@ -179,30 +187,56 @@ class Forwarder:
         return payload
 
     async def receive(
-        self, content: StreamReader, watchdog: Watchdog, intake: Intake
-    ) -> tuple[bytes, SkipReason | None]:
-        """The whole body, or what was read of it and why the rest streams through: it is
-        longer than max_body_bytes, or its bytes do not fit the buffer budget. A gap of
-        `limits.body_idle` between two reads cancels the handler (see `stalled`)."""
+        self, content: StreamReader, watchdog: Watchdog, intake: Intake, parts: list[bytes]
+    ) -> SkipReason | None:
+        """Read the body into `parts`: None once it is whole, or why the rest streams through
+        (it is longer than max_body_bytes, or its bytes do not fit the buffer budget). A gap
+        of `limits.body_idle` between two reads cancels the handler (see `stalled`)."""
         limit = self.settings.max_body_bytes
         idle = self.limits.body_idle
         budget = self.budget
-        parts: list[bytes] = []
         size = 0
         while True:
             watchdog.waiting(idle)
             chunk = await content.readany()
             watchdog.done()
             if not chunk:
-                return b"".join(parts), None
+                return None
             parts.append(chunk)
             size += len(chunk)
             if size > limit:
-                return b"".join(parts), "too_large"
+                return "too_large"
             # Held as it arrives: a client must send bytes to use the budget up.
             if not budget.take(len(chunk)):
-                return b"".join(parts), BUSY
-            intake.held = size
+                return BUSY
+            intake.held += len(chunk)
+
+    async def stream_through(
+        self, parts: list[bytes], content: StreamReader, exchange: Exchange, intake: Intake
+    ) -> AsyncIterator[bytes]:
+        """A body not transformed: what was read, each piece given back to the budget once
+        sent, then the rest as it arrives, untouched. A gap of `limits.body_idle` between
+        two reads ends it (the upstream sees the body cut short, the client a 408)."""
+        parts.reverse()
+        while parts:
+            piece = parts.pop()
+            given = min(len(piece), intake.held)
+            exchange.bytes_in = exchange.bytes_out = exchange.bytes_in + len(piece)
+            yield piece
+            self.budget.give(given)
+            intake.held -= given
+        idle = self.limits.body_idle
+        while True:
+            try:
+                async with asyncio.timeout(idle):
+                    chunk = await content.readany()
+            except TimeoutError:
+                intake.stalled = True
+                raise ClientStalled from None
+            if not chunk:
+                return
+            exchange.bytes_in = exchange.bytes_out = exchange.bytes_in + len(chunk)
+            yield chunk
 
     async def transform(
         self, body: bytes, headers: CIMultiDict[str], exchange: Exchange
@@ -280,6 +314,7 @@ class Forwarder:
             exchange.route.api,
             upstream.headers.get("Content-Type"),
             upstream.headers.get("Content-Encoding"),
+            max_decoded=OBSERVED_DECODED,
         )
         try:
             await response.prepare(request)
@@ -359,27 +394,6 @@ def refusal(status: int, message: str) -> web.Response:
 def abort(request: web.Request) -> None:
     if (transport := request.transport) is not None:
         transport.close()
-
-
-async def passthrough(
-    head: bytes, content: StreamReader, exchange: Exchange, intake: Intake, idle: float
-) -> AsyncIterator[bytes]:
-    """A body not transformed: what was read, then the rest as it arrives, untouched. A gap
-    of `idle` seconds between two reads ends it (the upstream sees the body cut short)."""
-    if head:
-        exchange.bytes_in = exchange.bytes_out = len(head)
-        yield head
-    while True:
-        try:
-            async with asyncio.timeout(idle):
-                chunk = await content.readany()
-        except TimeoutError:
-            intake.stalled = True
-            raise ClientStalled from None
-        if not chunk:
-            return
-        exchange.bytes_in = exchange.bytes_out = exchange.bytes_in + len(chunk)
-        yield chunk
 
 
 class Pieces(Payload):

@@ -49,6 +49,8 @@ def transform(
     bytes is skipped `too_large`. With `on_loop`, None instead of work too heavy for the event
     loop (see ON_LOOP_BYTES): the caller runs it again elsewhere without `on_loop`.
     """
+    if not pipeline.components:  # nothing would look at it: not even decoded
+        return pipeline.run(body, api), (body,)
     coding = headers.get("Content-Encoding", "")
     if not coding and max_catalogue is not None and len(body) > max_catalogue:
         return pipeline.skip(body, "too_large"), (body,)
