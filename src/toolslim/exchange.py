@@ -1,5 +1,6 @@
 """PURE. One proxied request's record, and the ledger that counts each record once, with its
-catalogue tokens and its log line.
+catalogue tokens, what is decided per request from its catalogues' facts (drift in its session,
+the advisories it carries) and its log line.
 
 Must not import aiohttp or prometheus_client: the shell fills the record in as it goes.
 """
@@ -9,12 +10,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from toolslim import logs, tokens
+import orjson
+
+from toolslim import advice, drift, logs, tokens
+from toolslim.facts import CatalogueFacts
 from toolslim.pipeline import ComponentRun, RunReport, cached_tokens, count_tokens
 from toolslim.routing import Route
 from toolslim.sse import UsageObserver
@@ -24,6 +29,7 @@ from toolslim.usage import Usage, UsageReader
 log = logging.getLogger("toolslim.app")
 
 MAX_COUNTING: Final = 64  # token counts queued at once; beyond, a request is not tokenized
+WARNED: Final = 1024  # (advisory, catalogue) pairs remembered as warned about
 
 Tokens = Mapping[str, tuple[int, int]]  # component -> (tokens before, tokens after)
 Transport = Literal["http", "websocket"]
@@ -74,6 +80,8 @@ class Ledger:
         loop: asyncio.AbstractEventLoop,
         pending: set[asyncio.Future[dict[str, tuple[int, int]]]],
         log_lines: logs.BatchedLines | None = None,
+        *,
+        drift_sessions: int = drift.MAX_SESSIONS,
     ) -> None:
         self.stats = stats
         self._loop = loop
@@ -86,6 +94,8 @@ class Ledger:
         # The last pipeline summary logged and the runs it says: a session's memo hits
         # report the very same runs, so the text is made once per catalogue.
         self._summary: tuple[tuple[ComponentRun, ...], str] = ((), "-")
+        self.drift = drift.Tracker(drift_sessions)
+        self._warned: OrderedDict[tuple[str, bytes], None] = OrderedDict()
 
     def start_counting(self, exchange: Exchange, report: RunReport) -> None:
         """Find the request's catalogue tokens: at once when counted before, else on the
@@ -98,9 +108,8 @@ class Ledger:
             return
         future = self._loop.run_in_executor(
             self._counter,
-            count_tokens,
+            _count,
             dataclasses.replace(report, pieces=()),  # the body is not needed there
-            tokens.count_tokens,
         )
         self.pending.add(future)
         exchange.tokens = future
@@ -138,6 +147,8 @@ class Ledger:
         observer = exchange.observer
         responded = observer is not None
         usage = observer.finish() if observer is not None else None
+        if exchange.report.catalogues:
+            self._decide(exchange, exchange.report.catalogues, usage)
         if exchange.tokens is None:
             self._record_tokens(exchange.counted, usage, responded)
         else:
@@ -148,6 +159,34 @@ class Ledger:
             stats.observe_overhead(exchange.overhead)
         if log.isEnabledFor(logging.INFO):
             self._log(exchange, exchange.report)
+
+    def _decide(
+        self, exchange: Exchange, catalogues: Sequence[CatalogueFacts], usage: Usage | None
+    ) -> None:
+        """Drift in the request's session and the advisories it carries, from the facts of its
+        catalogues (made once per catalogue) and a few headers: memo-hit cost."""
+        stats, tracker, api = self.stats, self.drift, exchange.route.api
+        session = tracker.session(exchange.route.target, exchange.headers, exchange.body)
+        change = tracker.observe(session, api, catalogues, usage, stats.clock())
+        stats.record_drift_sessions(len(tracker))
+        if change is not None:
+            stats.record_catalogue_change(change)
+            if log.isEnabledFor(logging.INFO):
+                self._info(_change_line(change))
+        for name, size in advice.advise(api, exchange.headers, exchange.body, catalogues):
+            stats.record_advice(name, size)
+            self._warn_once(name, drift.identity_of(catalogues), exchange)
+
+    def _warn_once(self, name: advice.Advice, catalogue: bytes, exchange: Exchange) -> None:
+        """One WARNING per advisory and catalogue (of the last WARNED pairs)."""
+        key = (name, catalogue)
+        if key in self._warned:
+            self._warned.move_to_end(key)
+            return
+        self._warned[key] = None
+        if len(self._warned) > WARNED:
+            self._warned.popitem(last=False)
+        log.warning("advice %s (%s %s): %s", name, exchange.method, exchange.path, advice.FIX[name])
 
     async def drain(self, timeout: float) -> None:
         """Let the token counts still running land in the stats, then stop the thread."""
@@ -193,6 +232,9 @@ class Ledger:
             message += f" upstream_error={exchange.failure}"
         if exchange.disconnected:
             message += " client_disconnect"
+        self._info(message)
+
+    def _info(self, message: str) -> None:
         if (lines := self._log_lines) is not None:
             lines.info(log.name, message)
         else:
@@ -204,6 +246,22 @@ class Ledger:
             text = ",".join(_outcome(run) for run in runs) or "-"
             self._summary = (runs, text)
         return text
+
+
+def _count(report: RunReport) -> dict[str, tuple[int, int]]:
+    """`count_tokens` with the offline tokenizer, on the owned thread."""
+    return count_tokens(report, tokens.count_tokens)
+
+
+def _change_line(change: drift.Change) -> str:
+    """A catalogue change's one INFO line; tool and server names are the client's data, so
+    they are written as JSON strings (nothing in them can start a new line)."""
+    return (
+        f"catalogue change session={change.session} api={change.api} kind={change.kind}"
+        f" tools={orjson.dumps(change.tools).decode()}"
+        f" servers={orjson.dumps(change.servers).decode()}"
+        f" cache_write_tokens_after={change.cache_write_tokens_after}"
+    )
 
 
 def _outcome(run: ComponentRun) -> str:
