@@ -33,7 +33,7 @@ from aiohttp import (
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from toolslim import capture
+from toolslim import advice, capture
 from toolslim.config import Settings
 from toolslim.envelope import joined
 from toolslim.errors import HeadersTimeout, translate
@@ -368,6 +368,9 @@ class Relay:
         settings = self.settings
         if not settings.websocket:
             self.stats.record_websocket_refused()
+            if self.stats.websockets_refused == 1:  # the advisory's one WARNING, at the first
+                fix = advice.FIX["websocket_disabled"]
+                log.warning("advice websocket_disabled (%s): %s", route.api, fix)
             return upgrade_required(
                 route, "WebSockets are turned off on this toolslim (websocket: false); use HTTP"
             )
