@@ -11,6 +11,14 @@
   const SVG_NS = 'http://www.w3.org/2000/svg';
   const PRIMARY_COMPONENT = 'toolschema';
   const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
+  // The kinds of catalogue change (docs/drift.md), each with what to do about it.
+  const DRIFT_KINDS = [
+    ['order_only', 'pin the order: add toolorder to the pipeline'],
+    ['added', 'let MCP servers connect before the first request'],
+    ['removed', 'a server went away: check it stays connected'],
+    ['changed', 'a tool text changes (dates, sets): fix the server'],
+    ['mixed', 'several of the above at once'],
+  ];
 
   // data-format -> how a snapshot value is shown (documented in docs/stats.md).
   const FORMATS = {
@@ -317,6 +325,76 @@
     });
   }
 
+  // One banner per advisory that requests carried, with its fix (the text is data).
+  function renderAdvice(snapshot) {
+    const host = $('#advice');
+    host.replaceChildren();
+    for (const [name, advice] of Object.entries(snapshot.advice || {})) {
+      if (!advice.requests) continue;
+      host.append(
+        el(
+          'div',
+          { class: 'banner', role: 'alert', 'data-advice': name },
+          el(
+            'p',
+            { class: 'banner-head' },
+            el('strong', { text: name }),
+            ' · ',
+            stat(pathOf('advice', name, 'requests')),
+            ' requests',
+          ),
+          el('p', { class: 'fix', text: advice.fix }),
+        ),
+      );
+    }
+    host.hidden = !host.children.length;
+  }
+
+  function renderDrift(snapshot) {
+    const drift = snapshot.drift;
+    const kinds = $('#drift-kinds');
+    kinds.replaceChildren();
+    if (!drift) return;
+    for (const [kind, advice] of DRIFT_KINDS) {
+      kinds.append(
+        el(
+          'tr',
+          {},
+          el('th', { scope: 'row', text: kind }),
+          el('td', {}, stat(pathOf('drift', 'changes', kind))),
+          el('td', {}, stat(pathOf('drift', 'cache_write_tokens_after', kind))),
+          el('td', { class: 'muted', text: advice }),
+        ),
+      );
+    }
+    const recent = $('#drift-recent');
+    recent.replaceChildren();
+    const events = [...(drift.recent || [])].reverse();
+    if (!events.length) {
+      recent.append(el('li', { class: 'empty muted', text: 'no catalogue changes yet' }));
+      return;
+    }
+    const part = (label, value) => {
+      if (!value) return null;
+      return el('span', { class: 'part' }, el('span', { class: 'muted', text: label }), value);
+    };
+    for (const event of events) {
+      recent.append(
+        el(
+          'li',
+          { 'data-drift': event.kind },
+          el('time', { text: clock(event.time) }),
+          el('strong', { class: 'kind', text: event.kind }),
+          el('span', { class: 'muted', text: event.api }),
+          part('session ', el('code', { text: event.session })),
+          part('tools ', event.tools.join(', ')),
+          part('servers ', event.servers.join(', ')),
+          part('cache-write tokens ', numberFormats.int.format(event.cache_write_tokens_after)),
+        ),
+      );
+    }
+  }
+
   function primaryComponent(snapshot) {
     const names = Object.keys(snapshot.components || {});
     return names.includes(PRIMARY_COMPONENT) ? PRIMARY_COMPONENT : names[0];
@@ -336,6 +414,8 @@
     renderMeters($('#by-api'), snapshot.requests.by_api);
     renderStatusChips($('#by-status'), snapshot.requests.by_status);
     renderComponents(snapshot);
+    renderAdvice(snapshot);
+    renderDrift(snapshot);
 
     for (const node of document.querySelectorAll('[data-stat]')) {
       node.textContent = formatValue(lookup(snapshot, node.dataset.stat), node.dataset.format);
