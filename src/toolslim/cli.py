@@ -88,9 +88,22 @@ def _parser() -> argparse.ArgumentParser:
     _add_flags(compact, _COMPACT_FLAGS)
 
     report = commands.add_parser("report", help="replay captures offline and print the savings")
-    report.add_argument("files", nargs="+", metavar="FILE")
+    report.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a capture (JSON Lines from serve --capture) or a request body (JSON); other"
+        " files are skipped and counted on stderr",
+    )
     report.add_argument("--config", metavar="FILE", help="YAML settings (or $TOOLSLIM_CONFIG)")
-    report.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    report.add_argument(
+        "--json", action="store_true", help="print a JSON list, one object per file, not tables"
+    )
+    report.add_argument(
+        "--verbose",
+        action="store_true",
+        help="name each skipped file that is not a request body or capture, and why",
+    )
     _add_flags(report, _REPORT_FLAGS)
     return parser
 
@@ -170,4 +183,5 @@ def _report(args: argparse.Namespace, settings: Settings) -> int:
         write_multiplier=settings.cache_write_multiplier,
         out=sys.stdout,
         err=sys.stderr,
+        verbose=args.verbose,
     )

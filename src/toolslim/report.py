@@ -1,5 +1,5 @@
-"""`toolslim report`: replay captured requests through a pipeline offline and show, per capture
-file, the tokens compaction saves and how many warm requests it takes to pay for itself.
+"""`toolslim report`: replay captured requests through a pipeline offline and show, per file and
+over all files, the tokens compaction saves and how many warm requests it takes to pay back.
 
 Reads `--capture` JSON Lines and plain request-body JSON files; no network, no aiohttp.
 """
@@ -11,18 +11,18 @@ import binascii
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import orjson
 
-from toolslim.catalog import leaf_tools, serialize
+from toolslim.catalog import deferred_tools, leaf_tools, serialize
 from toolslim.envelope import is_additional_tools, parse_catalogue
-from toolslim.pipeline import Pipeline, RunReport
+from toolslim.pipeline import Pipeline, RunReport, TokenTotals
 from toolslim.pipeline import count_tokens as pipeline_tokens
 from toolslim.schema import JSON
-from toolslim.stats import READ_MULTIPLIER, WRITE_MULTIPLIER, break_even, percentile
+from toolslim.stats import break_even, percentile
 from toolslim.tokens import count_tokens
 
 PERCENTILES = (50, 90, 99)
@@ -52,15 +52,26 @@ class Requests:
     lines_skipped: Counter[str] = field(default_factory=Counter)
 
 
-def read_file(path: str) -> Requests | str:
-    """The requests in a capture or request-body file, or why the file is neither."""
+@dataclass(frozen=True, slots=True)
+class Unread:
+    """Why a file gave no requests. `foreign`: it is neither a request body nor a capture (a
+    README beside the captures in `captures/*`), which the report sums up in one line."""
+
+    why: str
+    foreign: bool = False
+
+
+def read_file(path: str) -> Requests | Unread:
+    """The requests in a capture or request-body file, or why there are none."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
+    except IsADirectoryError:
+        return Unread("it is a directory", foreign=True)
     except OSError as exc:
-        return f"cannot read it: {exc.strerror or exc}"
+        return Unread(f"cannot read it: {exc.strerror or exc}")
     if not data.strip(_WS):
-        return "it is empty"
+        return Unread("it is empty", foreign=True)
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -70,17 +81,18 @@ def read_file(path: str) -> Requests | str:
     if isinstance(document, dict):
         if REQUEST_KEYS.isdisjoint(document):
             keys = ", ".join(sorted(REQUEST_KEYS))
-            return f"it is a JSON object with none of the request members ({keys})"
+            return Unread(f"it is a JSON object with none of the request members ({keys})", True)
         return Requests([data])
     kind = "an array" if isinstance(document, list) else "a scalar"
-    return f"it is {kind}, not a request body (a JSON object) or a capture (JSON Lines)"
+    why = f"it is {kind}, not a request body (a JSON object) or a capture (JSON Lines)"
+    return Unread(why, foreign=True)
 
 
 def _is_record(value: JSON) -> bool:
     return isinstance(value, dict) and "v" in value and "body_sha256" in value
 
 
-def _read_lines(data: bytes) -> Requests | str:
+def _read_lines(data: bytes) -> Requests | Unread:
     requests = Requests([])
     records = 0
     first: str | None = None  # why the first non-blank line is not JSON, if it is not
@@ -106,10 +118,12 @@ def _read_lines(data: bytes) -> Requests | str:
     if requests.bodies:
         return requests
     if records:
-        return "its capture records hold no replayable body: " + _reasons(requests.lines_skipped)
+        why = "its capture records hold no replayable body: " + _reasons(requests.lines_skipped)
+        return Unread(why)
     if first is not None:
-        return f"it is neither JSON nor JSON Lines ({first})"
-    return 'it is JSON Lines without a toolslim capture record (a line with "v", "body_sha256")'
+        return Unread(f"it is neither JSON nor JSON Lines ({first})", foreign=True)
+    why = 'it is JSON Lines without a toolslim capture record (a line with "v", "body_sha256")'
+    return Unread(why, foreign=True)
 
 
 def _record_body(record: dict[str, JSON]) -> bytes | str:
@@ -134,11 +148,14 @@ def _reasons(counts: Counter[str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Measured:
-    """One catalogue: leaf tools, tokens of its canonical form, and tokens of each leaf tool."""
+    """One catalogue: leaf tools, tokens of its canonical form, tokens of each leaf tool, and
+    its deferred tools (catalog.deferred_tools) with the tokens of their canonical list."""
 
     tools: int
     tokens: int
     tool_tokens: tuple[int, ...]
+    deferred_tools: int = 0
+    deferred_tokens: int = 0
 
 
 @dataclass
@@ -148,8 +165,11 @@ class FileStats:
     requests: int = 0
     changed: int = 0
     tools: int = 0
+    deferred_tools: int = 0
     before: int = 0
-    saved: int = 0
+    deferred_before: int = 0  # of `before`, the deferred tools' tokens
+    saved: int = 0  # in the prompt: what was removed from deferred tools is counted apart
+    deferred_saved: int = 0
     input_tokens: int = 0
     tool_before: list[int] = field(default_factory=list)
     tool_after: list[int] = field(default_factory=list)
@@ -193,8 +213,13 @@ class Replayer:
             if run.outcome == "skipped":
                 reasons[run.reason or "unknown"] += 1
         stats.tools += sum(m.tools for m in inputs)
+        stats.deferred_tools += sum(m.deferred_tools for m in inputs)
         stats.before += sum(m.tokens for m in inputs)
-        stats.saved += sum(before - after for before, after in tokens.values())
+        stats.deferred_before += sum(m.deferred_tokens for m in inputs)
+        removed = sum(before - after for before, after in tokens.values())
+        deferred = sum(before - after for before, after in tokens.deferred.values())
+        stats.saved += removed - deferred
+        stats.deferred_saved += deferred
         for measured in inputs:
             stats.tool_before += measured.tool_tokens
         for measured in outputs:
@@ -202,9 +227,9 @@ class Replayer:
         stats.tool_after_lossless += lossless_tools
         return None
 
-    def _run(self, body: bytes) -> tuple[bytes, RunReport, dict[str, tuple[int, int]]]:
+    def _run(self, body: bytes) -> tuple[bytes, RunReport, TokenTotals]:
         if not body.strip(_WS):
-            return body, self.pipeline.skip(body, "no_body"), {}
+            return body, self.pipeline.skip(body, "no_body"), TokenTotals()
         # What the proxy does (not compact_input, which reads a leading `[` as a bare array).
         report = self.pipeline.run(body)
         return report.body, report, pipeline_tokens(report, count_tokens)
@@ -221,7 +246,10 @@ class Replayer:
             tokens = count_tokens(_canonical(catalogue))
             leaves = leaf_tools(catalogue)
             per_tool = tuple(count_tokens(_canonical([leaf])[1:-1]) for leaf in leaves)
-            measured = Measured(len(leaves), tokens, per_tool)
+            # As the pipeline counts them: the deferred tools written as one list.
+            deferred = deferred_tools(catalogue)
+            deferred_tokens = count_tokens(_canonical(deferred)) if deferred else 0
+            measured = Measured(len(leaves), tokens, per_tool, len(deferred), deferred_tokens)
             self._measured[key] = measured
         return measured
 
@@ -276,6 +304,8 @@ def summarize(
     n = stats.requests
     before = stats.before / n
     saved = stats.saved / n
+    # The break-even is the prompt's: deferred tools are in neither P nor s.
+    prompt = (stats.before - stats.deferred_before) / n
     before_sorted, after_sorted = sorted(stats.tool_before), sorted(stats.tool_after)
     return {
         "file": name,
@@ -284,7 +314,7 @@ def summarize(
         "lines_skipped": dict(sorted(lines_skipped.items())),
         "tools_per_request": stats.tools / n,
         "catalogue_tokens_before": before,
-        "catalogue_tokens_after": (stats.before - stats.saved) / n,
+        "catalogue_tokens_after": (stats.before - stats.saved - stats.deferred_saved) / n,
         "tokens_saved_per_request": saved,
         "input_tokens_per_request": stats.input_tokens / n,
         "saved_percent_of_input": (
@@ -292,7 +322,7 @@ def summarize(
         ),
         "cache_read_multiplier": read,
         "cache_write_multiplier": write,
-        "break_even_requests": break_even(before, saved, read, write),
+        "break_even_requests": break_even(prompt, saved, read, write),
         "tool_tokens": {
             "tools": len(before_sorted),
             "before": _percentiles(before_sorted),
@@ -312,6 +342,28 @@ def summarize(
             }
             for component, counts in stats.outcomes.items()
         },
+        "deferred_tools_per_request": stats.deferred_tools / n,
+        "deferred_catalogue_tokens_before": stats.deferred_before / n,
+        "deferred_tokens_saved_per_request": stats.deferred_saved / n,
+    }
+
+
+def totals(files: Sequence[FileStats]) -> dict[str, Any]:
+    """The numbers over every request of every file: sums, and means per request."""
+    requests = sum(f.requests for f in files)
+    before = sum(f.before for f in files)
+    saved = sum(f.saved for f in files)
+    deferred = sum(f.deferred_saved for f in files)
+    input_tokens = sum(f.input_tokens for f in files)
+    return {
+        "files": len(files),
+        "requests": requests,
+        "requests_changed": sum(f.changed for f in files),
+        "catalogue_tokens_before": before,
+        "catalogue_tokens_after": before - saved - deferred,
+        "tokens_saved_per_request": saved / requests,
+        "saved_percent_of_input": 100 * saved / input_tokens if input_tokens else None,
+        "deferred_tokens_saved_per_request": deferred / requests,
     }
 
 
@@ -321,62 +373,139 @@ def _percentiles(ordered: list[int]) -> dict[str, int | None]:
     return out
 
 
-def render(summary: dict[str, Any]) -> str:
-    """One plain-text table: a label column and a right-aligned value column."""
+def render(summaries: Sequence[dict[str, Any]], total: dict[str, Any]) -> str:
+    """The report as text: one table of every file's savings, the totals, then the per-tool
+    schema tokens and the component outcomes of every file."""
+    first = summaries[0]
+    caption = [
+        "Savings per request: means over each file's requests, in tiktoken cl100k_base tokens.",
+        "Break-even: warm requests until the saving repays the one cache write it causes"
+        f" (r={first['cache_read_multiplier']:g}, w={first['cache_write_multiplier']:g}).",
+    ]
+    sections = [
+        [
+            *caption,
+            "",
+            *_table(SAVINGS_COLUMNS, [_savings_row(s) for s in summaries], "<" + ">" * 9),
+        ],
+        _totals(total),
+        ["Per-tool schema tokens (each tool of each request)", "", *_tool_table(summaries)],
+    ]
+    components = _component_rows(summaries)
+    if components:
+        sections.append(["Components", "", *_table(COMPONENT_COLUMNS, components, "<<>>><")])
+    return "\n\n".join("\n".join(lines) for lines in sections)
 
-    def mean(value: float) -> str:
-        return f"{value:.1f}"
 
+SAVINGS_COLUMNS = (
+    "file",
+    "requests",
+    "changed",
+    "tools",
+    "deferred",
+    "catalogue tokens",
+    "saved",
+    "% of input",
+    "deferred saved",
+    "break-even",
+)
+TOOL_COLUMNS = ("file", "stage", "tools", *(f"p{p}" for p in PERCENTILES), "max")
+COMPONENT_COLUMNS = ("file", "component", "applied", "skipped", "error", "skip reasons")
+
+
+def _savings_row(summary: dict[str, Any]) -> list[str]:
     even = summary["break_even_requests"]
-    percent = summary["saved_percent_of_input"]
+    return [
+        summary["file"],
+        _integer(summary["requests"]),
+        _integer(summary["requests_changed"]),
+        _mean(summary["tools_per_request"]),
+        _mean(summary["deferred_tools_per_request"]),
+        f"{_integer(summary['catalogue_tokens_before'])} -> "
+        f"{_integer(summary['catalogue_tokens_after'])}",
+        _integer(summary["tokens_saved_per_request"]),
+        _percent(summary["saved_percent_of_input"]),
+        _integer(summary["deferred_tokens_saved_per_request"]),
+        # The first warm request by which the saving has paid for the cache write.
+        "never" if even is None else _integer(math.ceil(even)),
+    ]
+
+
+def _totals(total: dict[str, Any]) -> list[str]:
+    files = total["files"]
     rows = [
-        ("requests", f"{summary['requests']} ({summary['requests_changed']} changed)"),
-        ("tools per request", mean(summary["tools_per_request"])),
+        ("requests", f"{total['requests']:,} ({total['requests_changed']:,} changed)"),
         (
-            "catalogue tokens before -> after",
-            f"{mean(summary['catalogue_tokens_before'])} -> "
-            f"{mean(summary['catalogue_tokens_after'])}",
+            "catalogue tokens before -> after, all requests",
+            f"{_integer(total['catalogue_tokens_before'])} -> "
+            f"{_integer(total['catalogue_tokens_after'])}",
         ),
-        ("tokens saved per request", mean(summary["tokens_saved_per_request"])),
-        ("% of request input tokens", "-" if percent is None else f"{percent:.1f}%"),
+        ("tokens saved per request", _integer(total["tokens_saved_per_request"])),
+        ("% of request input tokens", _percent(total["saved_percent_of_input"])),
         (
-            f"warm break-even (r={summary['cache_read_multiplier']:g}, "
-            f"w={summary['cache_write_multiplier']:g})",
-            "never" if even is None else f"{even:.1f} requests",
+            "deferred tokens saved per request (not in the prompt until loaded)",
+            _integer(total["deferred_tokens_saved_per_request"]),
         ),
     ]
-    for component, counts in summary["components"].items():
-        reasons = ", ".join(f"{r} {n}" for r, n in counts["skip_reasons"].items())
-        rows.append(
-            (
-                component,
-                f"applied {counts['applied']}, skipped {counts['skipped']}"
-                + (f" ({reasons})" if reasons else "")
-                + f", error {counts['error']}",
-            )
-        )
-    tool_tokens = summary["tool_tokens"]
-    columns = [*(f"p{p}" for p in PERCENTILES), "max"]
-    rows.append(
-        (f"per-tool schema tokens ({tool_tokens['tools']} tools)", _cells(columns)),
-    )
-    for side in ("before", "after", f"after_without_{LOSSY}"):
-        if side not in tool_tokens:
-            continue
-        values = tool_tokens[side]
-        label = side.replace("_", " ")
-        rows.append(
-            (f"  {label}", _cells("-" if values[c] is None else str(values[c]) for c in columns))
-        )
     width = max(len(label) for label, _ in rows)
     value_width = max(len(value) for _, value in rows)
-    lines = [summary["file"]]
+    lines = [f"Totals over {files} file{'s' if files != 1 else ''}", ""]
     lines += [f"  {label:<{width}}  {value:>{value_width}}" for label, value in rows]
-    return "\n".join(lines)
+    return lines
 
 
-def _cells(values: Iterable[str]) -> str:
-    return " ".join(f"{value:>6}" for value in values)
+def _tool_table(summaries: Sequence[dict[str, Any]]) -> list[str]:
+    rows = []
+    for summary in summaries:
+        tool_tokens = summary["tool_tokens"]
+        name = summary["file"]
+        for side in ("before", "after", f"after_without_{LOSSY}"):
+            if side not in tool_tokens:
+                continue
+            values = tool_tokens[side]
+            cells = [_integer(values[f"p{p}"]) for p in PERCENTILES] + [_integer(values["max"])]
+            rows.append([name, side.replace("_", " "), _integer(tool_tokens["tools"]), *cells])
+            name = ""  # the file is named on its first row only
+    return _table(TOOL_COLUMNS, rows, "<<>>>>>")
+
+
+def _component_rows(summaries: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for summary in summaries:
+        name = summary["file"]
+        for component, counts in summary["components"].items():
+            reasons = ", ".join(f"{r} {n}" for r, n in counts["skip_reasons"].items())
+            counted = [_integer(counts[outcome]) for outcome in ("applied", "skipped", "error")]
+            rows.append([name, component, *counted, reasons])
+            name = ""
+    return rows
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
+    """An aligned table: `align` says per column `<` (text, left) or `>` (numbers, right)."""
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    lines = []
+    for row in (header, *rows):
+        cells = [
+            cell.ljust(width) if side == "<" else cell.rjust(width)
+            for cell, width, side in zip(row, widths, align, strict=True)
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _integer(value: float | None) -> str:
+    """A count, rounded to the nearest integer, with thousands separators."""
+    return "-" if value is None else f"{round(value):,}"
+
+
+def _mean(value: float) -> str:
+    """A mean count of tools: a whole number as one, else to one decimal."""
+    return f"{value:,.0f}" if value == round(value) else f"{value:,.1f}"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}%"
 
 
 def run_report(
@@ -384,29 +513,30 @@ def run_report(
     pipeline: Pipeline,
     *,
     as_json: bool,
-    read_multiplier: float | None,
-    write_multiplier: float | None,
+    read_multiplier: float,
+    write_multiplier: float,
     out: TextIO,
     err: TextIO,
+    verbose: bool = False,
 ) -> int:
-    """Replay each file's requests and print one table per file (or one JSON list).
+    """Replay each file's requests and print the report (or, `as_json`, one JSON list of the
+    files' numbers). The multipliers come checked (config.py).
 
-    Exit status 0 when at least one request was measured, 2 otherwise or on bad multipliers.
+    Files that are neither request bodies nor captures are summed up in one stderr line
+    (listed with `verbose`, and whenever no request could be read); other files that give no
+    request are named with why. Exit status 0 when at least one request was measured, else 2.
     """
-    read = READ_MULTIPLIER if read_multiplier is None else read_multiplier
-    write = WRITE_MULTIPLIER if write_multiplier is None else write_multiplier
-    if not (math.isfinite(read) and read > 0):
-        print(f"toolslim report: --cache-read-multiplier must be > 0, got {read}", file=err)
-        return 2
-    if not (math.isfinite(write) and write >= 0):
-        print(f"toolslim report: --cache-write-multiplier must be >= 0, got {write}", file=err)
-        return 2
     replayer = Replayer(pipeline)
     summaries = []
+    measured: list[FileStats] = []
+    foreign: list[tuple[str, str]] = []
     for name in files:
         requests = read_file(name)
-        if isinstance(requests, str):
-            print(f"toolslim report: skipped {name}: {requests}", file=err)
+        if isinstance(requests, Unread):
+            if requests.foreign:
+                foreign.append((name, requests.why))
+            else:
+                print(f"toolslim report: skipped {name}: {requests.why}", file=err)
             continue
         stats = FileStats()
         for body in requests.bodies:
@@ -422,7 +552,23 @@ def run_report(
                 f"line(s): {_reasons(requests.lines_skipped)}",
                 file=err,
             )
-        summaries.append(summarize(name, stats, read, write, requests.lines_skipped))
+        measured.append(stats)
+        summaries.append(
+            summarize(name, stats, read_multiplier, write_multiplier, requests.lines_skipped)
+        )
+    if verbose or not summaries:
+        for name, why in foreign:
+            print(f"toolslim report: skipped {name}: {why}", file=err)
+    elif foreign:
+        count = len(foreign)
+        these = (
+            "files that are not request bodies" if count > 1 else "file that is not a request body"
+        )
+        print(
+            f"toolslim report: skipped {count} {these}; --verbose lists "
+            f"{'them' if count > 1 else 'it'}",
+            file=err,
+        )
     if not summaries:
         print(
             f"toolslim report: no requests read from {len(files)} file(s): "
@@ -433,5 +579,5 @@ def run_report(
     if as_json:
         out.write(orjson.dumps(summaries, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        out.write("\n\n".join(render(s) for s in summaries) + "\n")
+        out.write(render(summaries, totals(measured)) + "\n")
     return 0
