@@ -476,3 +476,157 @@ def test_the_page_says_error_when_stats_fails_and_loads_nothing_off_origin(
     finally:
         open_server.fail_with = None
     wait_for_state(driver, "live")
+
+
+# ---- advisories and catalogue drift
+
+
+def advice_banners(driver: Any) -> dict[str, str]:
+    """advisory name -> the fix its banner shows."""
+    rows: list[list[str]] = driver.execute_script(
+        "return [...document.querySelectorAll('#advice [data-advice]')]"
+        ".map(e => [e.dataset.advice, e.querySelector('.fix').textContent])"
+    )
+    return dict((name, fix) for name, fix in rows)
+
+
+def drift_rows(driver: Any) -> list[tuple[str, str]]:
+    """(kind, text) of each recent change the drift panel lists, top first."""
+    rows: list[list[str]] = driver.execute_script(
+        "return [...document.querySelectorAll('#drift-recent [data-drift]')]"
+        ".map(e => [e.dataset.drift, e.textContent])"
+    )
+    return [(kind, text) for kind, text in rows]
+
+
+def assert_drift_and_advice_shown(driver: Any, snapshot: dict[str, Any]) -> None:
+    active = {n: a["fix"] for n, a in snapshot["advice"].items() if a["requests"]}
+    assert advice_banners(driver) == active
+    shown = drift_rows(driver)
+    recent = list(reversed(snapshot["drift"]["recent"]))  # newest first
+    assert [kind for kind, _ in shown] == [event["kind"] for event in recent]
+    for (_, text), event in zip(shown, recent, strict=True):
+        assert event["session"] in text
+        for name in event["tools"] + event["servers"]:
+            assert name in text
+        assert f"{event['cache_write_tokens_after']:,}" in text
+    paths = {path for path, _, _ in page_stats(driver)}
+    for kind in snapshot["drift"]["changes"]:
+        assert f"drift.changes.{kind}" in paths
+        assert f"drift.cache_write_tokens_after.{kind}" in paths
+    assert "drift.sessions" in paths
+
+
+def test_each_active_advisory_has_a_banner_with_its_fix_and_the_drift_panel_lists_changes(
+    page: Any, snapshot: dict[str, Any], tmp_path: Path
+) -> None:
+    assert_drift_and_advice_shown(page, snapshot)
+    assert set(advice_banners(page)) == {"claude_code_tool_search_off", "websocket_disabled"}
+    assert page.find_element(By.ID, "advice").is_displayed()
+    screenshot(page, tmp_path / "dashboard-advice-drift.png")
+
+
+def test_without_advisories_or_changes_there_is_no_banner_and_the_panel_says_so(
+    driver: Any,
+) -> None:
+    snapshot = Stats(["toolschema"]).snapshot()
+    with serve(StatsServer(snapshot)) as server:
+        driver.get(f"{server.url}/dashboard")
+        wait_for_state(driver, "live")
+        assert advice_banners(driver) == {}
+        assert not driver.find_element(By.ID, "advice").is_displayed()
+        assert drift_rows(driver) == []
+        assert "no catalogue changes yet" in driver.find_element(By.ID, "drift-recent").text
+
+
+@contextmanager
+def running_proxy() -> Iterator[str]:
+    """The real proxy and an upstream that answers with the usage asked for, in a thread of
+    their own (the browser blocks this one), at the URL yielded."""
+    from proxy_harness import settings_for
+    from test_drift import UsageUpstream
+    from toolslim.app import make_app
+
+    loop = asyncio.new_event_loop()
+    runners: list[web.AppRunner] = []
+    ready = threading.Event()
+    url: list[str] = []
+
+    async def start() -> None:
+        upstream = web.AppRunner(UsageUpstream().app(), access_log=None)
+        await upstream.setup()
+        await web.TCPSite(upstream, "127.0.0.1", 0).start()
+        host, port = upstream.addresses[0][:2]
+        proxy = web.AppRunner(make_app(settings_for(f"http://{host}:{port}")), access_log=None)
+        await proxy.setup()
+        await web.TCPSite(proxy, "127.0.0.1", 0).start()
+        runners.extend((proxy, upstream))
+        host, port = proxy.addresses[0][:2]
+        url.append(f"http://{host}:{port}")
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        ready.set()
+        loop.run_forever()
+        for runner in runners:
+            loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=run, name="dashboard-test-proxy", daemon=True)
+    thread.start()
+    assert ready.wait(10), "the proxy did not start"
+    try:
+        yield url[0]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+
+def test_stats_metrics_and_the_dashboard_of_the_running_proxy_agree_on_drift_and_advice(
+    driver: Any, tmp_path: Path
+) -> None:
+    import json
+    import time
+    import urllib.request
+
+    from test_drift import SCRIPT, anthropic_body
+
+    with running_proxy() as url:
+        for turn, (catalogue, _, written) in enumerate(SCRIPT):
+            usage = {"input_tokens": 3, "output_tokens": 1, "cache_creation_input_tokens": written}
+            request = urllib.request.Request(
+                f"{url}/v1/messages",
+                data=anthropic_body(catalogue, turn),
+                headers={
+                    "X-Claude-Code-Session-Id": "dashboard-session",
+                    "User-Agent": "claude-cli/2.1.197 (external, cli)",
+                    "X-Usage": json.dumps(usage),
+                    "Content-Type": "application/json",
+                },
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                response.read()
+        deadline = time.monotonic() + 5
+        while True:
+            with urllib.request.urlopen(f"{url}/stats", timeout=10) as response:
+                snapshot = json.load(response)
+            counted = snapshot["requests"]["total"] == len(SCRIPT)
+            if (
+                counted and snapshot["requests"]["tokens_pending"] == 0
+            ) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+            metrics = response.read().decode()
+        driver.get(f"{url}/dashboard")
+        wait_for_state(driver, "live")
+        assert_page_matches(driver, snapshot)
+        assert_drift_and_advice_shown(driver, snapshot)
+        screenshot(driver, tmp_path / "dashboard-running-proxy.png")
+    assert sum(snapshot["drift"]["changes"].values()) == 5
+    assert snapshot["advice"]["claude_code_tool_search_off"]["requests"] == 4  # mcp__ from turn 3
+    for kind, count in snapshot["drift"]["changes"].items():
+        assert f'toolslim_catalogue_changes_total{{kind="{kind}"}} {float(count)}' in metrics
+    advice = 'toolslim_advice_requests_total{advice="claude_code_tool_search_off"} 4.0'
+    assert advice in metrics
