@@ -14,6 +14,9 @@ Goals (issue 3), as ratios of `[toolschema]` to `[]` within a repetition: p50 la
 throughput >= 0.90x, CPU per request <= 1.15x.
 
 Needs wrk (`apt-get install -y wrk`). Run: `python bench/proxy_bench.py [--quick]`.
+
+With `--workers 1,2` it measures instead `[toolschema]` served by each number of workers on
+each event loop (`--loops asyncio,uvloop`), all in one run: see `workers_main`.
 """
 
 from __future__ import annotations
@@ -306,7 +309,12 @@ def main() -> None:
     parser.add_argument("--pin", choices=["auto", "none"], default="auto")
     parser.add_argument("--max-seconds", type=float, default=540, help="start no run after")
     parser.add_argument("--json", type=Path, help="also write every run here")
+    parser.add_argument("--workers", help="e.g. 1,2: compare worker counts (and --loops)")
+    parser.add_argument("--loops", help="with --workers: event loops (asyncio,uvloop)")
     args = parser.parse_args()
+    if args.workers:
+        workers_main(args)
+        return
     if args.quick:
         args.reps, args.duration, args.max_seconds = 1, 1, 100
     if shutil.which("wrk") is None:
@@ -485,6 +493,242 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
 
 def _fmt(values: list[float]) -> str:
     return f"{median(values):.2f}" if values else "-"
+
+
+# --- --workers: N worker processes on one port, asyncio vs uvloop -------------------------
+
+
+def tree_ticks(pid: int) -> int:
+    """utime + stime of a process and its children (gunicorn's master and its workers)."""
+    ticks = cpu_ticks(pid)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # gone meanwhile
+            continue
+        if int(text[text.rindex(")") + 2 :].split()[1]) == pid:  # field 4: the parent
+            ticks += cpu_ticks(int(stat.parent.name))
+    return ticks
+
+
+def start_workers(
+    name: str, workers: int, loop: str, upstream: int, log_level: str, folder: Path
+) -> Proxy:
+    """`toolslim serve --workers N --event-loop LOOP` with [toolschema], once all answer."""
+    port = free_port()
+    command = [sys.executable, "-m", "toolslim", "serve", "--host", "127.0.0.1"]
+    command += ["--port", str(port), "--upstream", f"anthropic=http://127.0.0.1:{upstream}"]
+    command += ["--pipeline", "toolschema", "--log-level", log_level]
+    command += ["--workers", str(workers), "--event-loop", loop]
+    log = folder / f"proxy-w{workers}-{loop}.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sink)
+    proxy = Proxy(name, port, process, log)
+
+    def up() -> bool:
+        if process.poll() is not None:
+            raise SystemExit(f"toolslim {name} exited: {log.read_text()[-2000:]}")
+        status, body = request(port, "/stats")
+        return status == 200 and json.loads(body)["workers"]["count"] == workers
+
+    wait_until(up, f"toolslim {name} on port {port}")
+    return proxy
+
+
+def workers_main(args: argparse.Namespace) -> None:
+    """[toolschema] on 1 and N workers, asyncio and uvloop: every target in turn within each
+    repetition (the start rotates), unpinned: the workers need both CPUs, and wrk and the
+    fake upstream share them (the ratio of N workers to 1 is bounded by that)."""
+    counts = [int(n) for n in args.workers.split(",")]
+    loops = (args.loops or "asyncio,uvloop").split(",")
+    if shutil.which("wrk") is None:
+        raise SystemExit("needs wrk: apt-get install -y wrk")
+    sizes = [s for s in args.sizes.split(",") if s] if args.sizes != ",".join(SIZES) else []
+    sizes = sizes or ["80KB", "2MB"]
+    modes = [m for m in args.modes.split(",") if m]
+    reps = 1 if args.quick else min(args.reps, 3)
+    duration = 1 if args.quick else args.duration
+    targets = [f"w{n} {loop}" for n in counts for loop in loops]
+    began = time.monotonic()
+    load = os.getloadavg()
+    print(f"# proxy_bench --workers {args.workers} {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    print(f"{os.cpu_count()} CPUs; toolslim: {revision()}; not pinned; log level {args.log_level}")
+    print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    tools = catalogue()
+    cells: list[Cell] = []
+    with tempfile.TemporaryDirectory(prefix="toolslim-bench-") as tmp:
+        folder = Path(tmp)
+        lists: dict[tuple[str, str], Path] = {}
+        for size in sizes:
+            streamed = bodies(tools, SIZES[size], args.bodies, seed=SIZES[size])
+            for mode in modes:
+                items = streamed
+                if mode == "nonstream":
+                    items = [b[: -len(b',"stream":true}')] + b',"stream":false}' for b in streamed]
+                paths = []
+                for index, body in enumerate(items):
+                    path = folder / f"{size}-{mode}-{index:02d}.json"
+                    path.write_bytes(body)
+                    paths.append(str(path))
+                lists[size, mode] = folder / f"{size}-{mode}.list"
+                lists[size, mode].write_text("\n".join(paths) + "\n")
+        processes: list[subprocess.Popen[bytes]] = []
+        try:
+            upstream, upstream_port = start_upstream(None, folder)
+            processes.append(upstream)
+            proxies = {}
+            for target in targets:
+                count, loop = target.split()
+                proxies[target] = start_workers(
+                    target, int(count[1:]), loop, upstream_port, args.log_level, folder
+                )
+                processes.append(proxies[target].process)
+            for size in sizes:
+                for mode in modes:
+                    for target in targets:
+                        warm(proxies[target].port, lists[size, mode], None, folder)
+                    for rep in range(reps):
+                        shift = rep % len(targets)
+                        for target in targets[shift:] + targets[:shift]:
+                            for conc in (1, 32):
+                                if time.monotonic() - began > args.max_seconds:
+                                    break
+                                cell = Cell(target, size, mode, conc, rep)
+                                run_workers_cell(
+                                    cell,
+                                    proxies,
+                                    lists[size, mode],
+                                    duration,
+                                    upstream,
+                                    upstream_port,
+                                    folder,
+                                )
+                                cells.append(cell)
+        finally:
+            stop(processes)
+    workers_report(cells, targets, counts, loops, sizes, modes, reps)
+    load = os.getloadavg()
+    print(f"load average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"took {time.monotonic() - began:.0f} s")
+    if args.json:
+        args.json.write_text(json.dumps([c.__dict__ for c in cells], indent=1))
+
+
+def run_workers_cell(
+    cell: Cell,
+    proxies: dict[str, Proxy],
+    body_list: Path,
+    duration: int,
+    upstream: subprocess.Popen[bytes],
+    upstream_port: int,
+    folder: Path,
+) -> None:
+    """One wrk run against one target; CPU summed over the master and its workers."""
+    masters = [upstream.pid] + [p.process.pid for p in proxies.values()]
+    proxy = proxies[cell.target]
+
+    def everything() -> int:
+        return cpu_ticks(upstream.pid) + sum(tree_ticks(p.process.pid) for p in proxies.values())
+
+    wait_idle(masters)
+    before = upstream_stats(upstream_port)
+    ours_before = everything() / TICK + children_cpu() + self_cpu()
+    busy_before, started = busy_ticks(), time.monotonic()
+    proxy_before = tree_ticks(proxy.process.pid)
+    out = folder / "wrk.json"
+    out.unlink(missing_ok=True)
+    command = ["wrk", "-t1", f"-c{cell.conc}", f"-d{duration}s", "--timeout", "10s"]
+    command += ["-s", str(ROTATE), f"http://127.0.0.1:{proxy.port}/v1/messages"]
+    env = dict(os.environ, BENCH_BODIES=str(body_list), BENCH_OUT=str(out))
+    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True, timeout=duration + 60)
+    time.sleep(0.2)  # the workers' last writes; wait_idle sees masters only
+    after = upstream_stats(upstream_port)
+    elapsed = time.monotonic() - started
+    ours = everything() / TICK + children_cpu() + self_cpu() - ours_before
+    cell.other_cores = max(0.0, (busy_ticks() - busy_before) / TICK - ours) / elapsed
+    summary = json.loads(out.read_text())
+    cell.raw = summary
+    cell.requests = summary["requests"]
+    cell.rps = summary["requests"] / (summary["duration_us"] / 1e6)
+    cell.p50_ms = summary["lat_us"]["p50"] / 1000
+    cell.p99_ms = summary["lat_us"]["p99"] / 1000
+    cell.errors = sum(summary["errors"].values())
+    received = after["requests"] - before["requests"]
+    cell.forwarded = (after["bytes"] - before["bytes"]) / max(received, 1)
+    spent = (tree_ticks(proxy.process.pid) - proxy_before) / TICK
+    cell.cpu_ms = spent * 1000 / max(received, 1)
+
+
+def workers_report(
+    cells: list[Cell],
+    targets: list[str],
+    counts: list[int],
+    loops: list[str],
+    sizes: list[str],
+    modes: list[str],
+    reps: int,
+) -> None:
+    def pick(target: str, size: str, mode: str, conc: int, rep: int | None = None) -> list[Cell]:
+        return [
+            c
+            for c in cells
+            if (c.target, c.size, c.mode, c.conc) == (target, size, mode, conc)
+            and (rep is None or c.rep == rep)
+        ]
+
+    print()
+    print(
+        f"{'body':>5} {'mode':>9} {'target':>11} {'p50 ms':>7} {'req/s':>7} {'cpu ms/req':>10}"
+        f" {'errors':>6} {'other':>5}"
+    )
+    print(f"{'':>5} {'':>9} {'':>11} {'c=1':>7} {'c=32':>7} {'c=32':>10}")
+    for size in sizes:
+        for mode in modes:
+            for target in targets:
+                one, many = pick(target, size, mode, 1), pick(target, size, mode, 32)
+                if not many:
+                    continue
+                cpu = [c.cpu_ms for c in many if c.cpu_ms is not None]
+                print(
+                    f"{size:>5} {mode:>9} {target:>11} {median([c.p50_ms for c in one]):>7.2f} "
+                    f"{median([c.rps for c in many]):>7.0f} {_fmt(cpu):>10} "
+                    f"{sum(c.errors for c in one + many):>6} "
+                    f"{median([c.other_cores for c in one + many]):>5.2f}"
+                )
+
+    def ratio(a: str, b: str, size: str, mode: str, conc: int, key: str) -> float:
+        """Median over repetitions of target a's figure over target b's."""
+        values = []
+        for rep in range(reps):
+            x, y = pick(a, size, mode, conc, rep), pick(b, size, mode, conc, rep)
+            if x and y and getattr(y[0], key):
+                values.append(getattr(x[0], key) / getattr(y[0], key))
+        return median(values)
+
+    print()
+    base, top = min(counts), max(counts)
+    print(f"w{top} vs w{base} (same loop): req/s and CPU per request at c=32")
+    for size in sizes:
+        for mode in modes:
+            for loop in loops:
+                a, b = f"w{top} {loop}", f"w{base} {loop}"
+                rps, cpu = (ratio(a, b, size, mode, 32, key) for key in ("rps", "cpu_ms"))
+                print(f"{size:>5} {mode:>9} {loop:>8}: req/s x{rps:.3f}  cpu/req x{cpu:.3f}")
+    if len(loops) > 1:
+        print()
+        print(f"{loops[1]} vs {loops[0]} (same workers): req/s c=32, p50 c=1, CPU/req c=32")
+        for size in sizes:
+            for mode in modes:
+                for count in counts:
+                    a, b = f"w{count} {loops[1]}", f"w{count} {loops[0]}"
+                    rps, cpu = (ratio(a, b, size, mode, 32, key) for key in ("rps", "cpu_ms"))
+                    p50 = ratio(a, b, size, mode, 1, "p50_ms")
+                    print(
+                        f"{size:>5} {mode:>9} w{count}: req/s x{rps:.3f}  p50 x{p50:.3f}"
+                        f"  cpu/req x{cpu:.3f}"
+                    )
+    print("cpu ms/req: the master's and its workers' CPU per request received upstream;")
+    print("other: cores used meanwhile by processes outside this bench (noise)")
 
 
 if __name__ == "__main__":

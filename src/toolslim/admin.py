@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -12,7 +13,7 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 
-from toolslim import metrics
+from toolslim import fleet, metrics
 from toolslim.stats import Stats
 
 DASHBOARD: Final = Path(__file__).with_name("dashboard")
@@ -23,18 +24,46 @@ _CSP: Final = (
 )
 
 
+Host = Callable[[], dict[str, Any]]  # the host's /stats: every worker's counters, merged
+
+
 @dataclass(slots=True)
 class Admin:
-    """What the admin endpoints read: the counters, their registry, the token, readiness."""
+    """What the admin endpoints read: the counters, their registry, the token, readiness, and
+    with several workers the host's merged view (None: this process serves alone)."""
 
     stats: Stats
     registry: metrics.Registry
     admin_token: str | None
     ready: bool = True  # /readyz turns 503 once shutdown starts
     extra: dict[str, Any] = field(default_factory=dict)
+    host: Host | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        """What /stats answers: the host's totals, with `workers`."""
+        return fleet.alone(self.stats) if self.host is None else self.host()
 
 
 ADMIN: Final = web.AppKey("admin", Admin)
+
+
+class HostCollector(metrics.StatsCollector):
+    """/metrics of the host: every family from one merged snapshot per scrape, the same
+    rendering as one process's (`metrics.families`)."""
+
+    def __init__(self, stats: Stats, host: Callable[[], Mapping[str, Any]]) -> None:
+        super().__init__(stats)
+        self.host = host
+
+    def collect(self) -> Iterator[Any]:  # Any: metrics.Metric, which metrics does not export
+        return iter(metrics.families(self.host()))
+
+
+def host_registry(stats: Stats, host: Callable[[], Mapping[str, Any]]) -> metrics.Registry:
+    """A fresh registry whose one collector renders `host()`: /metrics of several workers."""
+    registry = metrics.Registry(auto_describe=False)
+    registry.register(HostCollector(stats, host))
+    return registry
 
 
 def add_routes(app: web.Application) -> None:
@@ -82,7 +111,7 @@ async def readyz(request: web.Request) -> web.Response:
 async def stats(request: web.Request) -> web.Response:
     if not authorized(request):
         return _unauthorized()
-    snapshot = request.app[ADMIN].stats.snapshot()
+    snapshot = request.app[ADMIN].snapshot()
     return web.json_response(snapshot, dumps=_json, headers={"Cache-Control": "no-store"})
 
 

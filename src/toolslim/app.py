@@ -1,9 +1,9 @@
 """The only place the rooms are wired together: `make_app(settings)` builds the proxy,
-`serve(settings)` runs it until SIGTERM.
+`serve(settings)` runs it until SIGTERM, in this process or on `workers` processes.
 
 Wiring only: the request path is `forward`, the admin endpoints `admin`, counting `exchange`,
-timeouts `watchdog`. Resources (the upstream session, the token thread, the capture writer)
-open and close with the app.
+timeouts `watchdog`, the workers' shared totals `fleet`, their processes `workers`. Resources
+(the upstream session, the token thread, the capture writer) open and close with the app.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 from aiohttp import (
@@ -28,7 +29,7 @@ from aiohttp import (
 )
 from aiohttp.typedefs import Handler
 
-from toolslim import admin, capture, logs, metrics
+from toolslim import admin, capture, fleet, logs, metrics
 from toolslim.admin import ADMIN, Admin
 from toolslim.config import Settings
 from toolslim.exchange import Ledger
@@ -79,11 +80,16 @@ async def _enter(entrance: _Entrance, request: web.Request) -> web.StreamRespons
     return await entrance.forwarder.handle(request)
 
 
-def make_app(settings: Settings, log_lines: logs.BatchedLines | None = None) -> web.Application:
+def make_app(
+    settings: Settings,
+    log_lines: logs.BatchedLines | None = None,
+    board: fleet.Board | None = None,
+) -> web.Application:
     """The proxy application: admin routes, the dashboard, and everything else forwarded.
 
     `log_lines`, the handler `logs.configure` set up, takes each request's line directly;
-    without it the line goes through `logging`.
+    without it the line goes through `logging`. With a `board`, the app is one of several
+    workers: it publishes its counters there, and /stats and /metrics answer all of theirs.
     """
     # The handlers rely on both: request bodies arrive as sent (a gzip body is forwarded
     # byte-identical unless changed), and a client that goes away cancels its handler at once.
@@ -111,7 +117,14 @@ def make_app(settings: Settings, log_lines: logs.BatchedLines | None = None) -> 
         )
         app.on_cleanup.append(_close_capture)
     app[FORWARDING] = Forwarding(settings, pipeline, stats, recorder, log_lines, pending)
-    app[ADMIN] = Admin(stats, metrics.make_registry(stats), settings.admin_token)
+    if board is None:
+        app[ADMIN] = Admin(stats, metrics.make_registry(stats), settings.admin_token)
+    else:
+        member = fleet.Member(stats, board)
+        registry = admin.host_registry(stats, member.host)
+        app[ADMIN] = Admin(stats, registry, settings.admin_token, host=member.host)
+        # First in, so last out: the final publish comes after the ledger's last counts.
+        app.cleanup_ctx.append(lambda app: _publishing(member))
     entrance = _Entrance()
     app.cleanup_ctx.append(lambda app: _serving(app, entrance))
     app.on_shutdown.append(_not_ready)
@@ -157,6 +170,27 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
     await ledger.drain(_DRAIN_COUNTS)
 
 
+async def _publishing(member: fleet.Member) -> AsyncIterator[None]:
+    """The worker's counters on the board every PUBLISH_SECONDS while they change, and once
+    more when it stops."""
+
+    async def every() -> None:
+        while True:
+            await asyncio.sleep(fleet.PUBLISH_SECONDS)
+            try:
+                member.publish()
+            except OSError as exc:  # a full or vanished directory must not stop the worker
+                log.warning("cannot publish this worker's counters: %s", exc)
+
+    task = asyncio.create_task(every())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    with contextlib.suppress(OSError):
+        member.publish()
+
+
 def _session(
     connector: TCPConnector,
     timeout: ClientTimeout,
@@ -199,17 +233,65 @@ async def _reverse_proxy_only(request: web.Request, handler: Handler) -> web.Str
 
 
 def serve(settings: Settings) -> int:
-    """Run the proxy until SIGTERM/SIGINT, then drain in-flight requests; the exit status."""
-    return asyncio.run(_serve(settings, logs.configure(settings.log_level)))
+    """Run the proxy until SIGTERM/SIGINT, then drain in-flight requests; the exit status.
+
+    With `workers` above 1, gunicorn's arbiter runs that many worker processes on the one
+    listening socket (see docs/workers.md); otherwise this process serves alone.
+    """
+    log_lines = logs.configure(settings.log_level)
+    uvloop = settings.event_loop == "uvloop"
+    if settings.workers > 1:
+        # Imported only here: gunicorn is needed by nothing else.
+        from toolslim import workers
+
+        return workers.serve(
+            settings,
+            functools.partial(_worker, settings, log_lines),
+            log_lines,
+            uvloop=uvloop,
+            ready=lambda addresses: _announce(settings, addresses, log_lines),
+        )
+    loop_factory = None
+    if uvloop:
+        import uvloop as module
+
+        loop_factory = module.new_event_loop
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(_serve(settings, log_lines))
 
 
-async def _serve(settings: Settings, log_lines: logs.BatchedLines) -> int:
-    runner = web.AppRunner(
-        make_app(settings, log_lines),
+def _runner(app: web.Application, settings: Settings) -> web.AppRunner:
+    return web.AppRunner(
+        app,
         handle_signals=False,
         access_log=None,  # one line per request comes from the Ledger instead
         shutdown_timeout=settings.shutdown_grace,
     )
+
+
+async def _worker(settings: Settings, log_lines: logs.BatchedLines, folder: Path) -> web.AppRunner:
+    """One worker's runner (gunicorn's worker sets it up and serves the shared socket)."""
+    app = make_app(settings, log_lines, fleet.Board(folder))
+    app.cleanup_ctx.insert(0, lambda app: _flushing(log_lines))  # out last: the drain's lines
+    app.on_startup.append(lambda app: _tuned_gc())
+    return _runner(app, settings)
+
+
+async def _tuned_gc() -> None:
+    _tune_gc()
+
+
+async def _flushing(log_lines: logs.BatchedLines) -> AsyncIterator[None]:
+    task = asyncio.create_task(_flush_every_second(log_lines))
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    log_lines.flush()
+
+
+async def _serve(settings: Settings, log_lines: logs.BatchedLines) -> int:
+    runner = _runner(make_app(settings, log_lines), settings)
     await runner.setup()
     _tune_gc()
     try:
@@ -223,14 +305,7 @@ async def _serve(settings: Settings, log_lines: logs.BatchedLines) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    addresses = ", ".join(f"http://{a[0]}:{a[1]}" for a in runner.addresses)
-    log.info(
-        "toolslim listening on %s; pipeline=[%s]; upstreams: %s",
-        addresses,
-        ",".join(settings.pipeline),
-        ", ".join(f"{u.name}={u.url}" for u in settings.upstreams.values()),
-    )
-    log_lines.flush()
+    _announce(settings, [f"http://{a[0]}:{a[1]}" for a in runner.addresses], log_lines)
     flushing = asyncio.create_task(_flush_every_second(log_lines))
     try:
         await stop.wait()
@@ -247,6 +322,18 @@ async def _serve(settings: Settings, log_lines: logs.BatchedLines) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.remove_signal_handler(signum)
     return 0
+
+
+def _announce(settings: Settings, addresses: list[str], log_lines: logs.BatchedLines) -> None:
+    workers = f"; workers: {settings.workers}" if settings.workers > 1 else ""
+    log.info(
+        "toolslim listening on %s; pipeline=[%s]; upstreams: %s%s",
+        ", ".join(addresses),
+        ",".join(settings.pipeline),
+        ", ".join(f"{u.name}={u.url}" for u in settings.upstreams.values()),
+        workers,
+    )
+    log_lines.flush()
 
 
 async def _flush_every_second(log_lines: logs.BatchedLines) -> None:

@@ -7,7 +7,9 @@ option (YAML key / env var / flag) and repeats the bad value.
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
+import os
 import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +33,7 @@ DEFAULT_UPSTREAMS: Final = MappingProxyType(
     }
 )
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
+EVENT_LOOPS: Final = ("asyncio", "uvloop")
 # An upstream name is also its path prefix (/NAME/...): it must not shadow a route of its own.
 RESERVED_NAMES: Final = frozenset(
     {"dashboard", "healthz", "metrics", "readyz", "stats", "v1", "v1alpha", "v1beta"}
@@ -139,6 +142,35 @@ def _non_negative(item: _Raw) -> float:
 
 _SIZE = re.compile(r"\s*(\d+)\s*(B|KiB|MiB|GiB)?\s*")
 _UNITS: Final = {None: 1, "B": 1, "KiB": 1024, "MiB": MiB, "GiB": 1024 * MiB}
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, e.g. `taskset` or a cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _workers(item: _Raw) -> int:
+    if isinstance(item.value, str) and item.value.strip().lower() == "auto":
+        return usable_cpus()
+    try:
+        return _int(1)(item)
+    except ConfigError:
+        raise _fail(item, "an integer >= 1 or auto") from None
+
+
+def _event_loop(item: _Raw) -> str:
+    if not isinstance(item.value, str) or item.value.strip().lower() not in EVENT_LOOPS:
+        raise _fail(item, f"one of {', '.join(EVENT_LOOPS)}")
+    loop = item.value.strip().lower()
+    if loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+        raise ConfigError(
+            f"{item.origin}: uvloop is not installed (pip install 'toolslim[uvloop]'), "
+            f"got {item.value!r}"
+        )
+    return loop
 
 
 def _size(item: _Raw) -> int:
@@ -305,6 +337,31 @@ OPTIONS: Final[tuple[Option, ...]] = (
         default=8788,
         check=_port,
         doc="Port to listen on; 0 picks a free port.",
+    ),
+    Option(
+        name="workers",
+        yaml="workers",
+        env="TOOLSLIM_WORKERS",
+        flag="--workers",
+        type="count",
+        default=1,
+        check=_workers,
+        doc="Worker processes serving the one listening port; auto starts one per CPU this "
+        "process may use. Above 1, gunicorn runs them with aiohttp's worker class and "
+        "replaces one that dies, and /stats, /metrics and the dashboard of any worker show "
+        "the totals of all of them (docs/workers.md).",
+    ),
+    Option(
+        name="event_loop",
+        yaml="event_loop",
+        env="TOOLSLIM_EVENT_LOOP",
+        flag="--event-loop",
+        type="loop",
+        default="asyncio",
+        check=_event_loop,
+        doc="The event loop: asyncio's own, or uvloop (pip install 'toolslim[uvloop]'). "
+        "uvloop did not measure faster here (bench/README.md, Workers), so it is not the "
+        "default.",
     ),
     Option(
         name="upstreams",
@@ -577,6 +634,8 @@ class Settings:
 
     host: str = DEFAULTS["host"]
     port: int = DEFAULTS["port"]
+    workers: int = DEFAULTS["workers"]
+    event_loop: str = DEFAULTS["event_loop"]
     upstreams: Mapping[str, Upstream] = field(default_factory=lambda: DEFAULTS["upstreams"])
     default_upstream: str = DEFAULTS["default_upstream"]
     websocket: bool = DEFAULTS["websocket"]
