@@ -109,7 +109,10 @@ async def serve(
         "shutdown_grace: 10\n"
         "log_level: warning\n"
     )
+    temporary = folder / "tmp"  # where the master makes the workers' shared directory
+    temporary.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSLIM_")}
+    env["TMPDIR"] = str(temporary)
     log = folder / "serve.log"
     command = [sys.executable, "-m", "toolslim", "serve", "--config", str(config)]
     with log.open("wb") as sink:
@@ -183,9 +186,10 @@ def flatten(value: Any, path: str = "") -> dict[str, Any]:
 
 
 # What one process serving all of the traffic and two workers sharing it may show apart:
-# when it ran, how long each request took, and what each worker's own memo and session
-# tracker held (a session whose requests reach both workers is tracked by both).
+# when it ran, how long each request took, each worker's own capacities (connections, memo)
+# and what its session tracker held (a session whose requests reach both is tracked by both).
 APART = (
+    "connections.",
     "drift.",
     "memo.",
     "series.points",
@@ -313,6 +317,8 @@ async def test_sigterm_drains_both_workers_streams_and_the_master_exits_0(
                 if all(w["active_streams"] > 0 for w in stats["workers"]["list"]):
                     break
             assert all(w["active_streams"] > 0 for w in stats["workers"]["list"]), stats
+        (shared,) = (tmp_path / "tmp").glob("toolslim-workers-*")
+        assert len(list(shared.glob("worker-*.json"))) == WORKERS
         served.process.send_signal(signal.SIGTERM)
         await asyncio.sleep(0.3)
         with pytest.raises(aiohttp.ClientConnectionError):
@@ -323,6 +329,7 @@ async def test_sigterm_drains_both_workers_streams_and_the_master_exits_0(
             assert rest.count(b"event: delta") == EVENTS and b"message_delta" in rest
         returncode = await asyncio.wait_for(asyncio.to_thread(served.process.wait), 30)
         assert returncode == 0, served.text()
+        assert not shared.exists()  # the master removed the workers' directory
     finally:
         for session, response in streams:
             response.release()
