@@ -173,6 +173,16 @@ def _event_loop(item: _Raw) -> str:
     return loop
 
 
+def _connections(item: _Raw) -> int | None:
+    """`auto` (None: derived from the descriptor limit) or an integer >= 1."""
+    if isinstance(item.value, str) and item.value.strip().lower() == "auto":
+        return None
+    try:
+        return _int(1)(item)
+    except ConfigError:
+        raise _fail(item, "auto or an integer >= 1") from None
+
+
 def _size(item: _Raw) -> int:
     if isinstance(item.value, str) and (match := _SIZE.fullmatch(item.value)):
         return int(match[1]) * _UNITS[match[2]]
@@ -477,6 +487,40 @@ OPTIONS: Final[tuple[Option, ...]] = (
         doc="A WebSocket with no message either way for this many seconds is closed with 1001.",
     ),
     Option(
+        name="timeouts.client_headers",
+        yaml="timeouts.client_headers",
+        env=None,
+        flag=None,
+        type="seconds",
+        default=60,
+        check=_seconds,
+        doc="Seconds a client has to send complete request headers, from the moment it "
+        "connects or sends the first byte after a keep-alive pause; exceeded -> the "
+        "connection is closed (nginx's client_header_timeout).",
+    ),
+    Option(
+        name="timeouts.client_body_idle",
+        yaml="timeouts.client_body_idle",
+        env=None,
+        flag=None,
+        type="seconds",
+        default=60,
+        check=_seconds,
+        doc="Longest silence (seconds) between two reads of a request body, also one that "
+        "streams through; exceeded -> 408 and the connection is closed (nginx's "
+        "client_body_timeout).",
+    ),
+    Option(
+        name="timeouts.client_keepalive",
+        yaml="timeouts.client_keepalive",
+        env=None,
+        flag=None,
+        type="seconds",
+        default=75,
+        check=_seconds,
+        doc="Seconds an idle keep-alive client connection stays open (nginx's keepalive_timeout).",
+    ),
+    Option(
         name="memo_size",
         yaml="memo_size",
         env=None,
@@ -513,6 +557,46 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "the decoded size of a gzip/deflate/br/zstd request body).",
     ),
     Option(
+        name="max_catalogue_bytes",
+        yaml="max_catalogue_bytes",
+        env=None,
+        flag=None,
+        type="size",
+        default="8MiB",
+        check=_size,
+        doc="Largest (decoded) request body the pipeline looks at for a catalogue; a larger "
+        "one is forwarded untouched and counted as skipped `too_large`. Parsing a body holds "
+        "the interpreter for about 2 ms per MiB whatever thread does it, so this bounds the "
+        "time one request can take from the others. Bodies over 1 MiB (64 KiB compressed) are "
+        "decoded and compacted on a worker thread, not on the event loop.",
+    ),
+    Option(
+        name="max_buffered_bytes",
+        yaml="max_buffered_bytes",
+        env=None,
+        flag=None,
+        type="size",
+        default="256MiB",
+        check=_size,
+        doc="Most request body bytes held in memory at once, over every connection; a body "
+        "that does not fit streams through untouched and is counted as skipped `busy` (it is "
+        "never refused for it).",
+    ),
+    Option(
+        name="max_connections",
+        yaml="max_connections",
+        env=None,
+        flag=None,
+        type="integer",
+        default="auto",
+        check=_connections,
+        doc="Most client connections open at once; auto is half of what the descriptor limit "
+        "(RLIMIT_NOFILE) leaves after 64, since a request being forwarded holds an upstream "
+        "connection too (480 at 1,024). At the limit the connection that has waited longest "
+        "without a request in progress (idle keep-alive, or still sending its headers) is "
+        "closed to make room; only when every one is busy is a new one answered 503.",
+    ),
+    Option(
         name="shutdown_grace",
         yaml="shutdown_grace",
         env=None,
@@ -520,7 +604,21 @@ OPTIONS: Final[tuple[Option, ...]] = (
         type="seconds",
         default=30,
         check=_non_negative,
-        doc="Seconds in-flight requests and streams get to finish after SIGTERM/SIGINT.",
+        doc="Seconds in-flight requests and streams get to finish once the proxy stops "
+        "accepting (after SIGTERM/SIGINT and shutdown_delay); the rest are cut then, and the "
+        "process exits 0 within a second. A second signal exits at once with status 1.",
+    ),
+    Option(
+        name="shutdown_delay",
+        yaml="shutdown_delay",
+        env=None,
+        flag=None,
+        type="seconds",
+        default=0,
+        check=_non_negative,
+        doc="Seconds the proxy keeps accepting after SIGTERM/SIGINT while /readyz answers 503, "
+        "so that load balancers stop sending first (on Kubernetes, a few seconds; set "
+        "terminationGracePeriodSeconds above shutdown_delay + shutdown_grace + 1).",
     ),
     Option(
         name="log_level",
@@ -626,6 +724,9 @@ class Timeouts:
     response_headers: float = DEFAULTS["timeouts.response_headers"]
     idle_chunk: float = DEFAULTS["timeouts.idle_chunk"]
     idle_websocket: float = DEFAULTS["timeouts.idle_websocket"]
+    client_headers: float = DEFAULTS["timeouts.client_headers"]
+    client_body_idle: float = DEFAULTS["timeouts.client_body_idle"]
+    client_keepalive: float = DEFAULTS["timeouts.client_keepalive"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -647,7 +748,11 @@ class Settings:
     memo_size: int = DEFAULTS["memo_size"]
     pool_size: int = DEFAULTS["pool_size"]
     max_body_bytes: int = DEFAULTS["max_body_bytes"]
+    max_catalogue_bytes: int = DEFAULTS["max_catalogue_bytes"]
+    max_buffered_bytes: int = DEFAULTS["max_buffered_bytes"]
+    max_connections: int | None = DEFAULTS["max_connections"]
     shutdown_grace: float = DEFAULTS["shutdown_grace"]
+    shutdown_delay: float = DEFAULTS["shutdown_delay"]
     log_level: str = DEFAULTS["log_level"]
     admin_token: str | None = field(default=DEFAULTS["admin_token"], repr=False)
     capture_dir: str | None = DEFAULTS["capture_dir"]
