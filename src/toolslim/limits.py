@@ -25,16 +25,17 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler
 
 from toolslim import logs
+from toolslim.config import DEFAULTS, Settings
 from toolslim.stats import Stats
 
 log = logging.getLogger("toolslim.door")
 
-MiB: Final = 1024 * 1024
-# Defaults of the settings (config.OPTIONS holds the same values).
-HEADERS_SECONDS: Final = 60.0  # nginx client_header_timeout
-BODY_IDLE_SECONDS: Final = 60.0  # nginx client_body_timeout: the gap between two reads
-KEEPALIVE_SECONDS: Final = 75.0  # nginx keepalive_timeout
-MAX_BUFFERED_BYTES: Final = 256 * MiB
+# The settings' defaults (config.OPTIONS): nginx's client_header_timeout, client_body_timeout
+# (the gap between two reads) and keepalive_timeout.
+HEADERS_SECONDS: Final[float] = DEFAULTS["timeouts.client_headers"]
+BODY_IDLE_SECONDS: Final[float] = DEFAULTS["timeouts.client_body_idle"]
+KEEPALIVE_SECONDS: Final[float] = DEFAULTS["timeouts.client_keepalive"]
+MAX_BUFFERED_BYTES: Final[int] = DEFAULTS["max_buffered_bytes"]
 # Descriptors kept for everything that is not a connection: the listener, the event loop's
 # own, stderr, capture files, the threads' wake-up pipes, the tokenizer's files.
 FILES_RESERVED: Final = 64
@@ -60,6 +61,17 @@ class ClientLimits:
     keepalive: float = KEEPALIVE_SECONDS
     max_connections: int | None = None
     max_buffered_bytes: int = MAX_BUFFERED_BYTES
+
+    @classmethod
+    def of(cls, settings: Settings) -> ClientLimits:
+        timeouts = settings.timeouts
+        return cls(
+            timeouts.client_headers,
+            timeouts.client_body_idle,
+            timeouts.client_keepalive,
+            settings.max_connections,
+            settings.max_buffered_bytes,
+        )
 
 
 def derived_max_connections(files: int | None = None) -> int:
@@ -431,3 +443,6 @@ def _exception(exc_info: object) -> BaseException | None:
     if exc_info:
         return sys.exc_info()[1]
     return None
+
+
+DOOR: Final = web.AppKey("door", Door)
