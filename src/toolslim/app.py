@@ -2,8 +2,9 @@
 `serve(settings)` runs it until SIGTERM, in this process or on `workers` processes.
 
 Wiring only: the request path is `forward`, the admin endpoints `admin`, counting `exchange`,
-timeouts `watchdog`, the workers' shared totals `fleet`, their processes `workers`. Resources
-(the upstream session, the token thread, the capture writer) open and close with the app.
+timeouts `watchdog`, client connections `limits` (the door), heavy transforms `offload`, the
+stop `shutdown`, the workers' shared totals `fleet`, their processes `workers`. Resources (the
+upstream session, the token and worker threads, the capture writer) open and close with the app.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import contextlib
 import functools
 import gc
 import logging
-import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +29,13 @@ from aiohttp import (
 )
 from aiohttp.typedefs import Handler
 
-from toolslim import admin, capture, fleet, logs, metrics
+from toolslim import admin, capture, fleet, logs, metrics, routing, shutdown
 from toolslim.admin import ADMIN, Admin
 from toolslim.config import Settings
 from toolslim.exchange import Ledger
 from toolslim.forward import Forwarder, refusal
+from toolslim.limits import DOOR, ClientLimits, Door
+from toolslim.offload import Offload
 from toolslim.pipeline import Pipeline
 from toolslim.stats import Stats
 from toolslim.watchdog import Patrol
@@ -74,7 +76,10 @@ class _Entrance:
 
 
 async def _enter(entrance: _Entrance, request: web.Request) -> web.StreamResponse:
-    """Every request that is not an admin one: a WebSocket upgrade, or HTTP."""
+    """Every request that is not an admin one: a WebSocket upgrade, or HTTP; forwarded
+    faithfully or not at all (routing.refusal)."""
+    if (reason := routing.refusal(request.raw_path, request.headers.items())) is not None:
+        return refusal(400, reason)
     if is_upgrade(request):
         return await entrance.relay.handle(request)
     return await entrance.forwarder.handle(request)
@@ -91,23 +96,10 @@ def make_app(
     without it the line goes through `logging`. With a `board`, the app is one of several
     workers: it publishes its counters there, and /stats and /metrics answer all of theirs.
     """
-    # The handlers rely on both: request bodies arrive as sent (a gzip body is forwarded
-    # byte-identical unless changed), and a client that goes away cancels its handler at once.
-    app = web.Application(
-        handler_args={"auto_decompress": False, "handler_cancellation": True},
-        middlewares=[_reverse_proxy_only],
-    )
     pipeline = Pipeline(
         settings.pipeline, memo_size=settings.memo_size, options=settings.components
     )
     pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = set()
-    stats = Stats(
-        settings.pipeline,
-        cache_read_multiplier=settings.cache_read_multiplier,
-        cache_write_multiplier=settings.cache_write_multiplier,
-        memo_gauges=pipeline.memo_gauges,
-        tokens_pending=lambda: len(pending),
-    )
     recorder = None
     if settings.capture_dir is not None:
         recorder = capture.Recorder(
@@ -115,8 +107,32 @@ def make_app(
             max_bytes=max(1, settings.capture_max_bytes // _CAPTURE_FILES),
             keep_files=_CAPTURE_FILES,
         )
+    stats = Stats(
+        settings.pipeline,
+        cache_read_multiplier=settings.cache_read_multiplier,
+        cache_write_multiplier=settings.cache_write_multiplier,
+        memo_gauges=pipeline.memo_gauges,
+        tokens_pending=lambda: len(pending),
+        connection_gauges=lambda: door.gauges(),
+        capture_counts=None if recorder is None else functools.partial(_capture_counts, recorder),
+    )
+    # Connections come in through the door when `serve` listens (a test server bypasses it,
+    # and the door's middleware then does nothing).
+    door = Door(ClientLimits.of(settings), stats)
+    # The handlers rely on both: request bodies arrive as sent (a gzip body is forwarded
+    # byte-identical unless changed), and a client that goes away cancels its handler at once.
+    app = web.Application(
+        handler_args={
+            "auto_decompress": False,
+            "handler_cancellation": True,
+            **door.handler_args(),
+        },
+        middlewares=[door.middleware, _reverse_proxy_only],
+    )
+    if recorder is not None:
         app.on_cleanup.append(_close_capture)
     app[FORWARDING] = Forwarding(settings, pipeline, stats, recorder, log_lines, pending)
+    app[DOOR] = door
     if board is None:
         app[ADMIN] = Admin(stats, metrics.make_registry(stats), settings.admin_token)
     else:
@@ -145,9 +161,14 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
     timeout = ClientTimeout(total=None, sock_connect=settings.timeouts.connect)
     loop = asyncio.get_running_loop()
     limits = settings.timeouts
-    period = min(_PATROL_PERIOD, limits.response_headers / 4, limits.idle_chunk / 4)
-    patrol = Patrol(loop, period)
+    shortest = min(limits.response_headers, limits.idle_chunk, limits.client_body_idle)
+    patrol = Patrol(loop, min(_PATROL_PERIOD, shortest / 4))
     ledger = Ledger(state.stats, loop, state.pending, state.log_lines)
+    # The worker thread's own pipeline: the memo is not thread-safe (see offload).
+    offload = Offload(
+        Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
+    )
+    door = app[DOOR]
     async with (
         _session(connector, timeout) as session,
         # WebSockets get a session of their own: its status check keeps an upstream's
@@ -159,7 +180,17 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
         ) as websockets,
     ):
         entrance.forwarder = Forwarder(
-            settings, state.pipeline, state.stats, session, patrol, ledger, state.capture
+            settings,
+            state.pipeline,
+            state.stats,
+            session,
+            patrol,
+            ledger,
+            state.capture,
+            limits=door.limits,
+            budget=door.budget,
+            offload=offload,
+            max_catalogue=settings.max_catalogue_bytes,
         )
         entrance.relay = Relay(
             settings, state.pipeline, state.stats, websockets, ledger, state.capture
@@ -167,6 +198,7 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
         yield
         await entrance.relay.wait_closed()
     patrol.stop()
+    offload.close()
     await ledger.drain(_DRAIN_COUNTS)
 
 
@@ -206,6 +238,10 @@ def _session(
         trust_env=False,
         raise_for_status=raise_for_status,
     )
+
+
+def _capture_counts(recorder: capture.Recorder) -> tuple[int, int, int]:
+    return recorder.written, recorder.dropped, recorder.errors
 
 
 async def _close_capture(app: web.Application) -> None:
@@ -260,12 +296,12 @@ def serve(settings: Settings) -> int:
         return runner.run(_serve(settings, log_lines))
 
 
-def _runner(app: web.Application, settings: Settings) -> web.AppRunner:
+def _runner(app: web.Application, shutdown_timeout: float) -> web.AppRunner:
     return web.AppRunner(
         app,
         handle_signals=False,
         access_log=None,  # one line per request comes from the Ledger instead
-        shutdown_timeout=settings.shutdown_grace,
+        shutdown_timeout=shutdown_timeout,
     )
 
 
@@ -274,7 +310,7 @@ async def _worker(settings: Settings, log_lines: logs.BatchedLines, folder: Path
     app = make_app(settings, log_lines, fleet.Board(folder))
     app.cleanup_ctx.insert(0, lambda app: _flushing(log_lines))  # out last: the drain's lines
     app.on_startup.append(lambda app: _tuned_gc())
-    return _runner(app, settings)
+    return _runner(app, settings.shutdown_grace)  # gunicorn's worker waits the grace itself
 
 
 async def _tuned_gc() -> None:
@@ -291,37 +327,52 @@ async def _flushing(log_lines: logs.BatchedLines) -> AsyncIterator[None]:
 
 
 async def _serve(settings: Settings, log_lines: logs.BatchedLines) -> int:
-    runner = _runner(make_app(settings, log_lines), settings)
+    app = make_app(settings, log_lines)
+    # aiohttp is left only the cutting once the grace is over: the door does the waiting.
+    runner = _runner(app, shutdown.CUT_SECONDS)
     await runner.setup()
     _tune_gc()
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(logs.LoopErrors(log, logs.Throttle(log)))
+    door = app[DOOR]
+    assert runner.server is not None
     try:
-        site = web.TCPSite(runner, settings.host, settings.port, backlog=1024)
-        await site.start()
+        await door.listen(runner.server, settings.host, settings.port, backlog=1024)
     except OSError as exc:
         log.error("cannot listen on %s:%s: %s", settings.host, settings.port, exc.strerror)
+        door.close()
         await runner.cleanup()
         return 1
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    _announce(settings, [f"http://{a[0]}:{a[1]}" for a in runner.addresses], log_lines)
+    signals = shutdown.Signals(loop, log_lines.flush)
+    _announce(settings, [f"http://{a[0]}:{a[1]}" for a in door.addresses], log_lines)
     flushing = asyncio.create_task(_flush_every_second(log_lines))
     try:
-        await stop.wait()
-        log.info("shutting down: in-flight requests get up to %s s", settings.shutdown_grace)
+        await signals.received.wait()
+        log.info(
+            "shutting down: /readyz answers 503; accepting for %g s more, then requests in "
+            "flight get up to %g s",
+            settings.shutdown_delay,
+            settings.shutdown_grace,
+        )
         log_lines.flush()
-        # Stops accepting, runs on_shutdown (/readyz -> 503), waits for handlers up to the
-        # grace period, cancels the rest, then closes the upstream session (cleanup_ctx).
-        await runner.cleanup()
+        await shutdown.drain(
+            runner,
+            door,
+            delay=settings.shutdown_delay,
+            grace=settings.shutdown_grace,
+            not_ready=functools.partial(_set_not_ready, app),
+        )
     finally:
         flushing.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await flushing
         log_lines.flush()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.remove_signal_handler(signum)
+    signals.close()
     return 0
+
+
+def _set_not_ready(app: web.Application) -> None:
+    app[ADMIN].ready = False
 
 
 def _announce(settings: Settings, addresses: list[str], log_lines: logs.BatchedLines) -> None:
