@@ -140,3 +140,45 @@ def test_a_header_whose_bytes_are_not_utf8_is_refused_naming_the_header_not_its_
 
 def test_obs_text_that_is_utf8_is_forwardable() -> None:
     assert inexact_header([("x-title", "ünïcödé ✓"), ("x-api-key", "sk-plain")]) is None
+
+
+async def test_headers_arrive_byte_for_byte_or_the_request_is_refused_with_400_saying_why(
+    upstream: FakeUpstream, proxy: Proxy
+) -> None:
+    server = await proxy()
+    cases = [(b"sk-\xc3\xbcn\xc3\xaf", 200), (b"sk-\xff\xfekey", 400), (b"sk-\x80", 400)]
+    for value, status in cases:
+        answer = await raw_exchange(
+            server.port,
+            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: " + value + b"\r\n"
+            b"Content-Length: 2\r\nConnection: close\r\n\r\n{}",
+        )
+        assert answer.startswith(f"HTTP/1.1 {status}".encode()), (value, answer)
+        if status == 400:
+            assert b"x-api-key header holds bytes that are not UTF-8" in answer
+            assert value not in answer
+    [received] = upstream.received  # only the request that could arrive exactly
+    assert received.headers["x-api-key"].encode() == b"sk-\xc3\xbcn\xc3\xaf"
+
+
+@pytest.mark.parametrize("path", [b"/gemini/../v1/messages", b"/v1/%2e%2e/stats"])
+async def test_dot_segments_are_refused_with_400_and_never_reach_the_upstream(
+    path: bytes, upstream: FakeUpstream, proxy: Proxy
+) -> None:
+    server = await proxy()
+    answer = await raw_exchange(
+        server.port, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    assert answer.startswith(b"HTTP/1.1 400")
+    assert b". or .. segments" in answer
+    assert upstream.received == []
+
+
+async def raw_exchange(port: int, request: bytes) -> bytes:
+    """What the server answers to `request`, sent as these exact bytes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(request)
+        return await asyncio.wait_for(reader.read(), 5)
+    finally:
+        writer.close()
