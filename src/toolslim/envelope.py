@@ -561,6 +561,9 @@ def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
     serialized: tuple[JSON, bytes] | None = None  # the last catalogue serialized, and its bytes
     current = catalogue
     last = len(rewrites) - 1
+    rewriting = [i for i, step in enumerate(rewrites) if not isinstance(step, ToolOrder)]
+    last_rewrite = rewriting[-1] if rewriting else -1
+    first = rewriting[0] if rewriting else 0  # whitespace alone saved is said to be its
     try:
         for index, component in enumerate(rewrites):
             try:
@@ -574,10 +577,17 @@ def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
             changes.append((change, new is not current))
             catalogues.append(new)
             # Intermediate sizes attribute bytes per component; the last one is the output's.
+            # An order moves bytes and never adds or removes one, so it keeps the size before
+            # it; a size no rewrite follows is the output's: neither is serialized for it.
             if index < last:
-                if new is not current or serialized is None:
-                    serialized = (new, serialize(new))
-                sizes.append(len(serialized[1]))
+                if isinstance(component, ToolOrder):
+                    sizes.append(sizes[-1] if sizes else len(raw))
+                elif index >= last_rewrite:
+                    sizes.append(-1)
+                else:
+                    if new is not current or serialized is None:
+                        serialized = (new, serialize(new))
+                    sizes.append(len(serialized[1]))
             current = new
         if serialized is not None and serialized[0] is current:
             output = serialized[1]  # the last component changed nothing: serialized already
@@ -587,6 +597,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
         return _skipped(raw, len(rewrites), "too_deep")
     except orjson.JSONEncodeError as exc:  # a lone surrogate escape, or nesting orjson refuses
         return _skipped(raw, len(rewrites), "too_deep" if is_too_deep(exc) else "not_json")
+    sizes = [len(output) if size < 0 else size for size in sizes]
     sizes.append(len(output))
     adopted = len(output) < len(raw)
     # toolorder's exception to the strictly-smaller rule: a new order saves no byte, and is
@@ -609,7 +620,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
             runs.append(CatalogueRun("error", failed[index]))
             continue
         after = sizes[index]
-        acted = changed or (index == 0 and after < before)
+        acted = changed or (index == first and after < before)
         ordering = isinstance(rewrites[index], ToolOrder)
         if reordered:
             acted, after = ordering and changed, before
