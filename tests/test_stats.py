@@ -129,7 +129,7 @@ def record_mixed_batch(stats: Stats, clock: FakeClock) -> None:
         Change(start + 58, "5e55b2", "anthropic", "order_only", ("Read", "Bash"), (), 21_000),
     ):
         stats.record_catalogue_change(change)
-    stats.record_drift_sessions(2)
+    stats.track_drift_sessions(lambda: 2)
     stats.record_advice("claude_code_tool_search_off", 5_186)
     stats.record_websocket_refused()
     clock.now = start + 65

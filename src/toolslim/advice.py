@@ -50,9 +50,10 @@ FIX: Final[Mapping[Advice, str]] = MappingProxyType(
 # Claude Code says who it is in its User-Agent and in its first anthropic-beta value.
 _CLAUDE_CODE_AGENT: Final = "claude-cli/"
 _CLAUDE_CODE_BETA: Final = "claude-code-"
-# Models Claude Code never defers tools for: no advice to give there.
-_NEVER_DEFERS: Final = (b'"model":"claude-3-5-haiku', b'"model": "claude-3-5-haiku')
-_MODEL_HEAD: Final = 256
+# Models Claude Code never defers tools for (no advice to give there), as the start of the
+# model's JSON string, looked for where Claude Code writes `model`: first in the body.
+_NEVER_DEFERS: Final = b'"claude-3-5-haiku'
+_MODEL_HEAD: Final = 64
 
 
 def is_claude_code(headers: Mapping[str, str] | None) -> bool:
@@ -70,24 +71,30 @@ def advise(
     headers: Mapping[str, str] | None,
     body: bytes,
     catalogues: Sequence[CatalogueFacts],
-) -> list[tuple[Advice, int]]:
+) -> tuple[tuple[Advice, int], ...]:
     """The advisories one request carries, each with its bytes: the catalogue bytes of its MCP
-    tools (what tool search would keep out of the prompt), or 0."""
-    found: list[tuple[Advice, int]] = []
+    tools (what tool search would keep out of the prompt), or 0. The catalogue's facts are
+    read first: most requests are decided without a header."""
     if api == "gemini":
-        declarations = sum(c.tools.declarations for c in catalogues)
-        if declarations > GEMINI_DECLARATION_LIMIT:
-            found.append(("gemini_declarations_over_limit", 0))
-    elif api == "anthropic" and is_claude_code(headers):
+        if sum(c.tools.declarations for c in catalogues) > GEMINI_DECLARATION_LIMIT:
+            return _OVER_LIMIT
+        return ()
+    if api != "anthropic":
+        return ()
+    if len(catalogues) == 1:  # Anthropic bodies carry one
+        tools = catalogues[0].tools
+        mcp, searching, size = tools.mcp_tools, tools.tool_search, tools.mcp_bytes
+    else:
         mcp = sum(c.tools.mcp_tools for c in catalogues)
         searching = any(c.tools.tool_search for c in catalogues)
-        if mcp and not searching and not _never_defers(body):
-            found.append(
-                ("claude_code_tool_search_off", sum(c.tools.mcp_bytes for c in catalogues))
-            )
-    return found
+        size = sum(c.tools.mcp_bytes for c in catalogues)
+    if not mcp or searching or not is_claude_code(headers) or _never_defers(body):
+        return ()
+    return (("claude_code_tool_search_off", size),)
+
+
+_OVER_LIMIT: Final[tuple[tuple[Advice, int], ...]] = (("gemini_declarations_over_limit", 0),)
 
 
 def _never_defers(body: bytes) -> bool:
-    head = body[:_MODEL_HEAD]
-    return any(model in head for model in _NEVER_DEFERS)
+    return body.find(_NEVER_DEFERS, 0, _MODEL_HEAD) != -1

@@ -53,6 +53,7 @@ SYSTEM_BYTES: Final = 256
 # searched, so a 2 MB transcript is not read for them.
 _TAIL: Final = 16 * 1024
 _HEAD: Final = 1024
+_SESSION_PREFIXES: Final = tuple((name, name.encode() + b"\0") for name in SESSION_HEADERS)
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _GEMINI_MODEL = re.compile(r"/models/([^/:?]+)")
 _WS = b" \t\r\n"
@@ -64,13 +65,20 @@ def session_of(target: str, headers: Mapping[str, str] | None, body: bytes, salt
     `headers` are the request's (case-insensitive, as aiohttp's), `target` its path, `salt`
     the tracker's own, so that a hash shown on /stats cannot be checked against a guess.
     """
+    return hashlib.blake2b(session_key(target, headers, body), digest_size=8, key=salt).digest()
+
+
+def session_key(target: str, headers: Mapping[str, str] | None, body: bytes) -> bytes:
+    """What names the request's session (to be hashed at once, never kept): the first of
+    SESSION_HEADERS, else of SESSION_MEMBERS, else credential, model and system bytes."""
     headers = headers or {}
-    for name in SESSION_HEADERS:
+    for name, prefix in _SESSION_PREFIXES:
         if value := headers.get(name):
-            return _hash(salt, name.encode(), value.encode())
+            return prefix + value.encode()
+    tail = max(0, len(body) - _TAIL)
     for member in SESSION_MEMBERS:
-        if (found := _member_string(body, member, max(0, len(body) - _TAIL))) is not None:
-            return _hash(salt, member, found)
+        if (found := _member_string(body, member, tail)) is not None:
+            return b"%s\0%s" % (member, found)
     credential = next((headers[h] for h in CREDENTIAL_HEADERS if h in headers), "")
     model = _GEMINI_MODEL.search(target.partition("?")[0])
     named = model.group(1).encode() if model else _model_in(body)
@@ -80,11 +88,7 @@ def session_of(target: str, headers: Mapping[str, str] | None, body: bytes, salt
         if at != -1:
             system = body[at : at + len(member) + SYSTEM_BYTES]
             break
-    return _hash(salt, credential.encode(), named, system)
-
-
-def _hash(salt: bytes, *parts: bytes) -> bytes:
-    return hashlib.blake2b(b"\0".join(parts), digest_size=8, key=salt).digest()
+    return b"\0".join((credential.encode(), named, system))
 
 
 def _member_string(body: bytes, member: bytes, start: int) -> bytes | None:
@@ -275,6 +279,7 @@ class Tracker:
     def __init__(self, max_sessions: int = MAX_SESSIONS, kept_bytes: int = KEPT_BYTES) -> None:
         self.max_sessions = max(1, max_sessions)
         self.salt = secrets.token_bytes(16)
+        self._keyed = hashlib.blake2b(digest_size=8, key=self.salt)  # copied: cheaper than new
         self._sessions: OrderedDict[bytes, _Session] = OrderedDict()
         self._kept: OrderedDict[bytes, tuple[tuple[Tools, ...], int]] = OrderedDict()
         self._kept_bytes = 0
@@ -284,7 +289,10 @@ class Tracker:
         return len(self._sessions)
 
     def session(self, target: str, headers: Mapping[str, str] | None, body: bytes) -> bytes:
-        return session_of(target, headers, body, self.salt)
+        """`session_of` with this tracker's salt."""
+        keyed = self._keyed.copy()
+        keyed.update(session_key(target, headers, body))
+        return keyed.digest()
 
     def observe(
         self,
@@ -336,8 +344,12 @@ class Tracker:
     def _keep(self, identity: bytes, catalogues: Catalogues) -> None:
         """Keep the facts of `identity` as the most recently used, within the budget."""
         kept = self._kept
-        if identity in kept:
+        found = kept.get(identity)
+        if found is not None:
             kept.move_to_end(identity)
+            for facts, read in zip(catalogues, found[0], strict=True):
+                if not facts.read:  # the same bytes met in new facts: no second read
+                    facts.known(read)
             return
         tools = tuple(c.tools for c in catalogues)
         size = sum(len(t.names) * _TOOL_BYTES + sum(map(len, t.names)) for t in tools)

@@ -95,6 +95,7 @@ class Ledger:
         # report the very same runs, so the text is made once per catalogue.
         self._summary: tuple[tuple[ComponentRun, ...], str] = ((), "-")
         self.drift = drift.Tracker(drift_sessions)
+        stats.track_drift_sessions(self.drift.__len__)
         self._warned: OrderedDict[tuple[str, bytes], None] = OrderedDict()
 
     def start_counting(self, exchange: Exchange, report: RunReport) -> None:
@@ -168,7 +169,6 @@ class Ledger:
         stats, tracker, api = self.stats, self.drift, exchange.route.api
         session = tracker.session(exchange.route.target, exchange.headers, exchange.body)
         change = tracker.observe(session, api, catalogues, usage, stats.clock())
-        stats.record_drift_sessions(len(tracker))
         if change is not None:
             stats.record_catalogue_change(change)
             if log.isEnabledFor(logging.INFO):
@@ -178,10 +178,9 @@ class Ledger:
             self._warn_once(name, drift.identity_of(catalogues), exchange)
 
     def _warn_once(self, name: advice.Advice, catalogue: bytes, exchange: Exchange) -> None:
-        """One WARNING per advisory and catalogue (of the last WARNED pairs)."""
+        """One WARNING per advisory and catalogue (of the last WARNED pairs warned about)."""
         key = (name, catalogue)
         if key in self._warned:
-            self._warned.move_to_end(key)
             return
         self._warned[key] = None
         if len(self._warned) > WARNED:

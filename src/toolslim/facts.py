@@ -74,12 +74,39 @@ def layout(raw: bytes, catalogue: Sequence[JSON]) -> Layout:
     """Where each element of `catalogue` stands in `raw`, its exact bytes, one level of nested
     tool lists included. `raw` must be a JSON array that `catalogue` was parsed from.
 
-    The bytes are read as Latin-1 so that every character is one byte (offsets are byte
-    offsets) and scanned with the stdlib's C scanner: JSON's structure is ASCII, so multi-byte
-    UTF-8 inside strings cannot move a boundary. Raises ValueError on bytes that disagree.
+    Bytes exactly as orjson writes `catalogue` (compact clients: Node's JSON.stringify, Rust's
+    serde) are measured by writing each element; any others are read as Latin-1, so that every
+    character is one byte (offsets are byte offsets), and scanned with the stdlib's C decoder:
+    JSON's structure is ASCII, so multi-byte UTF-8 inside strings cannot move a boundary. Both
+    give the same layout. Raises ValueError on bytes that disagree with `catalogue`.
     """
+    try:
+        if orjson.dumps(catalogue) == raw:
+            return _written_layout(catalogue, 0)
+    except orjson.JSONEncodeError:
+        pass
     text = raw.decode("latin-1")
     return _list_layout(text, _skip_ws(text, 0), catalogue)
+
+
+def _written_layout(items: Sequence[JSON], at: int) -> Layout:
+    """The layout of `items` written by orjson at `at`: `[`, elements joined by `,`, `]`."""
+    slots = []
+    position = at + 1
+    for item in items:
+        size = len(orjson.dumps(item))
+        key = nested_key(item)
+        nested = None
+        if key is not None:
+            offset = position + 1  # past the `{`; members are `"key":value` joined by `,`
+            for name, value in item.items():
+                head = len(orjson.dumps(name)) + 1
+                if name == key:
+                    nested = (key, _written_layout(value, offset + head))
+                offset += head + len(orjson.dumps(value)) + 1
+        slots.append(Slot(position, position + size, nested))
+        position += size + 1
+    return Layout(at, position if items else at + 2, tuple(slots))
 
 
 def _skip_ws(text: str, at: int) -> int:
@@ -193,6 +220,17 @@ class CatalogueFacts:
             self._raw = None
         return self._tools
 
+    @property
+    def read(self) -> bool:
+        """Whether the tools were read (then the bytes are let go)."""
+        return self._tools is not None
+
+    def known(self, tools: Tools) -> None:
+        """The tools as read before from the same bytes (the same digest), so they are not
+        read again: a catalogue the memo let go and met again."""
+        if self._tools is None:
+            self._tools, self._raw = tools, None
+
     def __repr__(self) -> str:
         return f"CatalogueFacts({self.digest.hex()}, {self.size} B)"
 
@@ -253,7 +291,7 @@ class _Reader:
     """Collects the leaf tools of one catalogue (used by `read_tools` only)."""
 
     def __init__(self, raw: bytes) -> None:
-        self.raw = raw
+        self.view = memoryview(raw)
         self.names: list[str] = []
         self.digests: list[bytes] = []
         self.servers: list[str | None] = []
@@ -270,17 +308,19 @@ class _Reader:
         own: bytes,
         declaration: bool = False,
     ) -> None:
-        data = self.raw[slot.start : slot.end]
+        size = slot.end - slot.start
+        hashed = hashlib.blake2b(own, digest_size=DIGEST_SIZE)
+        hashed.update(self.view[slot.start : slot.end])  # no copy of the tool's bytes
         bare = label(tool) or name
         self.names.append(name)
-        self.digests.append(digest(own + data))
+        self.digests.append(hashed.digest())
         self.servers.append(group or server_of(bare))
-        self.sizes.append(len(data))
+        self.sizes.append(size)
         self.deferred += isinstance(tool, dict) and tool.get("defer_loading") is True
         self.declarations += declaration
         if bare.startswith(MCP_PREFIX):
             self.mcp_tools += 1
-            self.mcp_bytes += len(data)
+            self.mcp_bytes += size
         self.tool_search = self.tool_search or bare == TOOL_SEARCH
 
     def tools(self) -> Tools:

@@ -192,7 +192,7 @@ class Stats:
         self.last_tokens_at = 0.0  # when P and s were set: across workers, the latest wins
         self.overhead = Histogram(OVERHEAD_BUCKETS)
         self.ttfb = Histogram(TTFB_BUCKETS)
-        self.drift_sessions = 0  # sessions the drift tracker knows now (a gauge)
+        self.drift_sessions: Callable[[], int] = lambda: 0  # sessions tracked now (a gauge)
         self.drift_changes: Counter[str] = Counter({k: 0 for k in KINDS})
         self.drift_cache_writes: Counter[str] = Counter({k: 0 for k in KINDS})
         self.drift_recent: deque[Change] = deque(maxlen=RECENT_CHANGES)
@@ -311,8 +311,9 @@ class Stats:
         self.drift_cache_writes[change.kind] += change.cache_write_tokens_after
         self.drift_recent.append(change)
 
-    def record_drift_sessions(self, sessions: int) -> None:
-        self.drift_sessions = sessions
+    def track_drift_sessions(self, gauge: Callable[[], int]) -> None:
+        """Where `drift.sessions` is read at snapshot time: the drift tracker's size."""
+        self.drift_sessions = gauge
 
     def record_advice(self, advice: Advice, catalogue_bytes: int) -> None:
         """One request that carries an advisory (counted once per request)."""
@@ -448,7 +449,7 @@ class Stats:
                 "upstream_ttfb_seconds": self.ttfb.snapshot(),
             },
             "drift": {
-                "sessions": self.drift_sessions,
+                "sessions": self.drift_sessions(),
                 "changes": dict(self.drift_changes),
                 "cache_write_tokens_after": dict(self.drift_cache_writes),
                 "recent": [change.as_dict() for change in self.drift_recent],
