@@ -3,6 +3,7 @@ and what the provider charged for it, pure and through the real proxy."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -14,7 +15,7 @@ import pytest
 from aiohttp import web
 from multidict import CIMultiDict
 
-from proxy_harness import Proxy, dumps, stats_of, total_is
+from proxy_harness import Proxy, dumps, settings_for, stats_of, total_is
 from toolslim.drift import (
     KINDS,
     MAX_NAMED,
@@ -24,7 +25,11 @@ from toolslim.drift import (
     classify,
     session_of,
 )
+from toolslim.exchange import Exchange, Ledger
 from toolslim.facts import CatalogueFacts, Tools, read_tools
+from toolslim.pipeline import Pipeline
+from toolslim.routing import route_request
+from toolslim.stats import Stats
 from toolslim.usage import Usage
 
 SALT = b"0123456789abcdef"
@@ -420,3 +425,20 @@ async def test_drift_needs_a_pipeline_an_empty_one_reads_no_body(
     snapshot = await stats_of(client, server, total_is(2))
     assert snapshot["drift"]["changes"] == dict.fromkeys(KINDS, 0)
     assert snapshot["drift"]["sessions"] == 0
+
+
+async def test_the_ledger_keeps_at_most_drift_max_sessions_sessions() -> None:
+    stats = Stats(["toolschema"])
+    ledger = Ledger(stats, asyncio.get_running_loop(), set(), drift_sessions=3)
+    route = route_request("/v1/messages", {}, settings_for("http://127.0.0.1:9"))
+    pipeline = Pipeline(["toolschema"])
+    for index in range(10):
+        body = anthropic_body([READ, BASH], index)
+        exchange = Exchange(
+            route, "POST", "/v1/messages", 0.0, status=200, body=body,
+            headers=CIMultiDict({"X-Claude-Code-Session-Id": f"session-{index}"}),
+        )  # fmt: skip
+        exchange.report = pipeline.run(body, "anthropic")
+        ledger.count(exchange)
+    assert stats.snapshot()["drift"]["sessions"] == 3
+    assert stats.snapshot()["drift"]["changes"] == dict.fromkeys(KINDS, 0)
