@@ -423,6 +423,8 @@ CASES: dict[str, Case] = {
     "port": Case("9000", 9000, "eighty"),
     "default_upstream": Case("openai", "openai", "bedrock"),
     "websocket": Case("false", False, "maybe"),
+    "workers": Case("3", 3, "many"),
+    "event_loop": Case("uvloop", "uvloop", "trio"),
     "pipeline": Case("tooldefs,toolschema", ("tooldefs", "toolschema"), "compress"),
     "components": Case(
         "{toolbudget: {budget_bytes: 100}}", {"toolbudget": {"budget_bytes": 100}}, "x"

@@ -17,6 +17,7 @@ PURE = [
     "envelope",
     "errors",
     "exchange",
+    "fleet",
     "memo",
     "pipeline",
     "routing",
