@@ -422,6 +422,7 @@ CASES: dict[str, Case] = {
     "host": Case("localhost", "localhost", "a/b"),
     "port": Case("9000", 9000, "eighty"),
     "default_upstream": Case("openai", "openai", "bedrock"),
+    "upstream_proxy": Case("http://127.0.0.1:3128", "http://127.0.0.1:3128", "ftp://x"),
     "websocket": Case("false", False, "maybe"),
     "workers": Case("3", 3, "many"),
     "event_loop": Case("uvloop", "uvloop", "trio"),

@@ -7,6 +7,7 @@ option (YAML key / env var / flag) and repeats the bad value.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import ipaddress
 import os
@@ -56,10 +57,12 @@ class _Raw:
 
 @dataclass(frozen=True, slots=True)
 class Upstream:
-    """A named upstream base URL (scheme://host[:port][/base/path], no trailing slash)."""
+    """A named upstream base URL (scheme://host[:port][/base/path], no trailing slash), and the
+    forward proxy its connections go through (None: direct)."""
 
     name: str
     url: str
+    proxy: str | None = None
 
 
 def _fail(item: _Raw, expected: str) -> ConfigError:
@@ -267,6 +270,73 @@ def _components(item: _Raw) -> Mapping[str, Mapping[str, Any]]:
     return MappingProxyType(result)
 
 
+def _upstream_proxy(item: _Raw) -> str | None:
+    """`none`, or an http(s) proxy URL (user:password@ allowed: it is never shown)."""
+    value = item.value
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return "none" if value is not None else None
+    if not isinstance(value, str):
+        raise _fail(item, "an http:// or https:// proxy URL, or none")
+    shown = repr(_without_password(value.strip()))
+    try:
+        parts = urlsplit(value.strip())
+        parts.port  # noqa: B018 (raises ValueError on a bad port)
+    except ValueError:
+        raise ConfigError(f"{item.origin}: {shown} is not a valid proxy URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{item.origin}: expected an http:// or https:// proxy URL, got {shown}")
+    return value.strip()
+
+
+def _without_password(url: str) -> str:
+    """The URL as an error may repeat it: a user:password@ becomes ***@."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return scheme + sep + authority + slash + path
+
+
+def proxy_for(url: str, setting: str | None, env: Mapping[str, str]) -> str | None:
+    """The forward proxy for an upstream URL: `upstream_proxy` when set (`none`: direct),
+    else the environment's as curl, httpx and the agents read it (https_proxy / HTTPS_PROXY
+    for https, http_proxy / HTTP_PROXY for http, ALL_PROXY for either, NO_PROXY exempts)."""
+    if setting == "none":
+        return None
+    if setting is not None:
+        return setting
+    parts = urlsplit(url)
+    scheme = parts.scheme
+    proxy = (
+        env.get(f"{scheme}_proxy")
+        or env.get(f"{scheme.upper()}_PROXY")
+        or env.get("all_proxy")
+        or env.get("ALL_PROXY")
+    )
+    if not proxy:
+        return None
+    no_proxy = env.get("no_proxy") or env.get("NO_PROXY") or ""
+    return None if _exempt(parts.hostname or "", no_proxy) else proxy
+
+
+def _exempt(host: str, no_proxy: str) -> bool:
+    """Whether NO_PROXY names the host: `*`, the host itself, or a domain it is in (a leading
+    dot optional, a port ignored), as curl reads it."""
+    host = host.lower().rstrip(".")
+    for entry in no_proxy.split(","):
+        name = entry.strip().lower()
+        if name == "*":
+            return True
+        if name.startswith("[") and "]" in name:  # [v6]:port
+            name = name[1 : name.index("]")]
+        elif name.count(":") == 1:
+            name = name.partition(":")[0]
+        name = name.lstrip(".").rstrip(".")
+        if name and (host == name or host.endswith("." + name)):
+            return True
+    return False
+
+
 def _upstream(item: _Raw) -> Upstream:
     name = item.key
     if not _NAME.fullmatch(name) or name in RESERVED_NAMES:
@@ -390,6 +460,19 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "anthropic-version or x-api-key header, else openai; /v1beta/*, /v1alpha/* -> gemini; "
         "/NAME/... picks upstream NAME and strips the prefix (so extra upstreams added here "
         "are reachable as /NAME/...); anything else -> default_upstream.",
+    ),
+    Option(
+        name="upstream_proxy",
+        yaml="upstream_proxy",
+        env="TOOLSLIM_UPSTREAM_PROXY",
+        flag="--upstream-proxy",
+        type="url",
+        default=None,
+        check=_upstream_proxy,
+        doc="Forward proxy for every upstream connection, or none for direct ones. Unset "
+        "(null), the environment decides, as for curl, httpx and the agents themselves: "
+        "https_proxy/HTTPS_PROXY, http_proxy/HTTP_PROXY, ALL_PROXY, NO_PROXY. ~/.netrc is "
+        "never read, and a proxy URL's user:password@ is never logged.",
     ),
     Option(
         name="default_upstream",
@@ -592,9 +675,9 @@ OPTIONS: Final[tuple[Option, ...]] = (
         check=_connections,
         doc="Most client connections open at once; auto is half of what the descriptor limit "
         "(RLIMIT_NOFILE) leaves after 64, since a request being forwarded holds an upstream "
-        "connection too (480 at 1,024). At the limit the connection that has waited longest "
-        "without a request in progress (idle keep-alive, or still sending its headers) is "
-        "closed to make room; only when every one is busy is a new one answered 503.",
+        "connection too (480 at 1,024). At the limit one is closed to make room: the one "
+        "that has spent longest sending its request headers, or else the keep-alive one idle "
+        "longest; only when every one is handling a request is a new one answered 503.",
     ),
     Option(
         name="shutdown_grace",
@@ -738,6 +821,7 @@ class Settings:
     workers: int = DEFAULTS["workers"]
     event_loop: str = DEFAULTS["event_loop"]
     upstreams: Mapping[str, Upstream] = field(default_factory=lambda: DEFAULTS["upstreams"])
+    upstream_proxy: str | None = DEFAULTS["upstream_proxy"]  # resolved into each Upstream
     default_upstream: str = DEFAULTS["default_upstream"]
     websocket: bool = DEFAULTS["websocket"]
     pipeline: tuple[str, ...] = DEFAULTS["pipeline"]
@@ -799,7 +883,7 @@ def load_settings(
         if option.env is not None and env.get(option.env):  # an empty variable is unset
             given[option.name].append(_Raw(env[option.env], f"environment variable {option.env}"))
     _read_flags(flags, given)
-    return _build(given)
+    return _build(given, env)
 
 
 def _read_yaml(path: str, given: dict[str, list[_Raw]]) -> None:
@@ -860,7 +944,7 @@ def _read_flags(flags: Mapping[str, Any], given: dict[str, list[_Raw]]) -> None:
             given[name].append(_Raw(item, f"flag {option.flag} {key}={what}", str(key)))
 
 
-def _build(given: Mapping[str, list[_Raw]]) -> Settings:
+def _build(given: Mapping[str, list[_Raw]], env: Mapping[str, str]) -> Settings:
     values = dict(DEFAULTS)
     origins: dict[str, str] = {}
     for option in OPTIONS:
@@ -886,6 +970,13 @@ def _build(given: Mapping[str, list[_Raw]]) -> Settings:
             "listening on it would expose /stats and /metrics to the network: set admin_token "
             "(or TOOLSLIM_ADMIN_TOKEN) to protect them, or listen on 127.0.0.1"
         )
+    setting = values["upstream_proxy"]
+    values["upstreams"] = MappingProxyType(
+        {
+            name: dataclasses.replace(upstream, proxy=proxy_for(upstream.url, setting, env))
+            for name, upstream in upstreams.items()
+        }
+    )
     top = {name: value for name, value in values.items() if "." not in name}
     for group, cls in _GROUPS.items():
         prefix = f"{group}."

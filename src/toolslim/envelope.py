@@ -45,6 +45,7 @@ SkipReason = Literal[
     "not_json",
     "not_smaller",
     "nothing_to_strip",
+    "signed",
     "too_deep",
     "too_large",
     "undecodable",

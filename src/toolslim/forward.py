@@ -28,7 +28,14 @@ from toolslim.exchange import Exchange, Ledger
 from toolslim.limits import MAX_BUFFERED_BYTES, BufferBudget, ClientLimits
 from toolslim.offload import Offload
 from toolslim.pipeline import Pipeline
-from toolslim.routing import HOP_BY_HOP, REQUEST_REBUILT, Route, drop_hop_by_hop, route_request
+from toolslim.routing import (
+    HOP_BY_HOP,
+    REQUEST_REBUILT,
+    Route,
+    drop_hop_by_hop,
+    route_request,
+    signed,
+)
 from toolslim.sse import UsageObserver
 from toolslim.stats import Stats
 from toolslim.transform import BUSY, MAX_CATALOGUE_BYTES, Transformed, transform
@@ -243,6 +250,8 @@ class Forwarder:
     ) -> Transformed:
         """Phase 2: the body transformed on the loop when that is light work, else on the
         worker thread (untouched, skipped busy, when its queue is full)."""
+        if signed(headers):
+            return self.pipeline.skip(body, "signed"), (body,)
         limit, api, largest = self.settings.max_body_bytes, exchange.route.api, self.max_catalogue
         offload = self.offload
         on_loop = offload is not None
@@ -282,7 +291,12 @@ class Forwarder:
         try:
             watchdog.waiting(self.settings.timeouts.response_headers)
             upstream = await self.session.request(
-                exchange.method, url, headers=headers, data=data, allow_redirects=False
+                exchange.method,
+                url,
+                headers=headers,
+                data=data,
+                allow_redirects=False,
+                proxy=route.upstream.proxy,
             )
             watchdog.done()
         except asyncio.CancelledError:

@@ -98,6 +98,15 @@ def api_of(path: str) -> Api:
     return "other"
 
 
+def signed(headers: Mapping[str, str]) -> bool:
+    """Whether a signature covers the body (AWS SigV4, as Bedrock clients and gateways sign):
+    rewriting it would make the upstream reject the request, so it goes on byte-identical."""
+    if headers.get("Authorization", "")[:16].upper() == "AWS4-HMAC-SHA256":
+        return True
+    payload = headers.get("x-amz-content-sha256")
+    return payload is not None and payload != "UNSIGNED-PAYLOAD"
+
+
 def drop_hop_by_hop(headers: CIMultiDict[str], drop: frozenset[str]) -> CIMultiDict[str]:
     """Remove, in place, the hop-by-hop headers: `drop`, Proxy-*, and those Connection names."""
     listed = [t.strip() for v in headers.getall("Connection", ()) for t in v.split(",")]

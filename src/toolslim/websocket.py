@@ -415,6 +415,7 @@ class Relay:
             async with deadline:
                 return await self.session.ws_connect(
                     websocket_url(route),
+                    proxy=route.upstream.proxy,
                     headers=upstream_headers(headers),
                     protocols=offered_protocols(headers),
                     compress=15 if offers_deflate(headers) else 0,
