@@ -12,6 +12,7 @@ from child import python_output
 
 PURE = [
     "catalog",
+    "checks",
     "codings",
     "compact",
     "envelope",
@@ -19,6 +20,7 @@ PURE = [
     "exchange",
     "fleet",
     "memo",
+    "options",
     "pipeline",
     "routing",
     "schema",
