@@ -26,6 +26,7 @@ PURE = [
     "schema",
     "sse",
     "stats",
+    "tables",
     "tokens",
     "transform",
     "usage",
