@@ -442,3 +442,16 @@ async def test_the_ledger_keeps_at_most_drift_max_sessions_sessions() -> None:
         ledger.count(exchange)
     assert stats.snapshot()["drift"]["sessions"] == 3
     assert stats.snapshot()["drift"]["changes"] == dict.fromkeys(KINDS, 0)
+
+
+async def test_the_proxy_tracks_at_most_the_sessions_drift_max_sessions_allows(
+    usage_upstream: tuple[UsageUpstream, str], proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    _, base = usage_upstream
+    server = await proxy(base, drift_max_sessions=2)
+    url = server.make_url("/v1/messages")
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    for index in range(4):
+        await send(client, url, anthropic_body([READ, BASH], 0), f"session-{index}", usage)
+    snapshot = await stats_of(client, server, total_is(4))
+    assert snapshot["drift"]["sessions"] == 2

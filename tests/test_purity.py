@@ -13,11 +13,14 @@ from child import python_output
 PURE = [
     "catalog",
     "checks",
+    "advice",
     "codings",
     "compact",
     "envelope",
     "errors",
+    "drift",
     "exchange",
+    "facts",
     "fleet",
     "memo",
     "options",
@@ -28,6 +31,7 @@ PURE = [
     "stats",
     "tables",
     "tokens",
+    "toolorder",
     "transform",
     "usage",
 ]

@@ -163,7 +163,13 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
     limits = settings.timeouts
     shortest = min(limits.response_headers, limits.idle_chunk, limits.client_body_idle)
     patrol = Patrol(loop, min(_PATROL_PERIOD, shortest / 4))
-    ledger = Ledger(state.stats, loop, state.pending, state.log_lines)
+    ledger = Ledger(
+        state.stats,
+        loop,
+        state.pending,
+        state.log_lines,
+        drift_sessions=settings.drift_max_sessions,
+    )
     # The worker thread's own pipeline: the memo is not thread-safe (see offload).
     offload = Offload(
         Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
