@@ -4,8 +4,8 @@ idle or hostile client can never lock out one that sends its request promptly.
 aiohttp runs each connection; the door wraps its protocol to see a connection open, send
 bytes and close, and its middleware marks the time a request is being handled. It holds: a
 time for a client to send complete request headers, a keep-alive idle time, the number of
-open connections (at the limit the oldest idle or unfinished one makes room), a budget for
-buffered request bodies, and aiohttp's server log, which would quote a malformed request.
+open connections (at the limit a slow or idle one makes room), a budget for buffered request
+bodies, and aiohttp's server log, which would quote a malformed request.
 """
 
 from __future__ import annotations
@@ -165,7 +165,8 @@ class Door:
     `listen` serves aiohttp's server through the door; `middleware` (in the app) marks each
     request's handling. Connections that have not sent complete request headers and idle
     keep-alive ones wait in two queues, oldest first: a round every `period` seconds closes
-    those past their limit, and at the connection limit the oldest of either makes room.
+    those past their limit, and at the connection limit the oldest of them makes room (see
+    `_make_room`).
     """
 
     def __init__(self, limits: ClientLimits, stats: Stats) -> None:
@@ -195,22 +196,19 @@ class Door:
         *,
         sock: socket.socket | None = None,
         backlog: int = 1024,
-    ) -> asyncio.Server:
-        """Accept connections on host:port (or a listening `sock`) for aiohttp's `server`
-        (an AppRunner's `.server`), through the door."""
+    ) -> None:
+        """Accept connections on host:port (each address it resolves to), or on a listening
+        `sock`, for aiohttp's `server` (an AppRunner's `.server`), through the door."""
         loop = self._loop = asyncio.get_running_loop()
 
         def factory() -> Connection:
             return Connection(self, server())
 
-        if sock is not None:
-            listener = await loop.create_server(factory, sock=sock, backlog=backlog)
-        else:
-            listener = await loop.create_server(factory, host, port, backlog=backlog)
-        self._servers.append(listener)
+        socks = [sock] if sock is not None else listening(loop, host, port, backlog)
+        for listener in socks:
+            self._servers.append(await loop.create_server(factory, sock=listener, backlog=backlog))
         if self._timer is None:
             self._timer = loop.call_later(self.period, self._round)
-        return listener
 
     def gauges(self) -> dict[str, int]:
         """The connections now, as Stats reads them (stats.CONNECTION_GAUGES)."""
@@ -347,18 +345,18 @@ class Door:
         return loop.time()
 
     def _make_room(self) -> bool:
-        """Close the connection that has waited longest without a request in progress."""
-        reading = next(iter(self._reading), None)
-        idle = next(iter(self._idle), None)
-        if reading is None and idle is None:
+        """Close the connection that has spent longest sending its request headers, or when
+        every one has sent them, the one idle longest between requests.
+
+        Not the oldest of both: one turn of the loop accepts up to a backlog of connections,
+        so under a flood of them, a keep-alive client between two requests 10 ms apart would
+        be older than every newcomer. A client that has sent a whole request is the one that
+        proved it is prompt.
+        """
+        queue = self._reading or self._idle
+        if not queue:
             return False
-        if idle is None or (reading is not None and reading.since <= idle.since):
-            assert reading is not None
-            del self._reading[reading]
-            oldest = reading
-        else:
-            del self._idle[idle]
-            oldest = idle
+        oldest, _ = queue.popitem(last=False)
         self._close(oldest, "evicted")
         self._throttle.log(
             logging.WARNING,
@@ -407,6 +405,60 @@ class Door:
                 del queue[connection]
                 self._close(connection, reason)
         self._timer = loop.call_later(self.period, self._round)
+
+
+# Connections accepted per turn of the event loop; the rest wait in the kernel's queue for the
+# next turn. asyncio accepts up to a whole backlog in one callback, ~100 us of work each (a
+# protocol, a parser, a task): a burst of 1,000 connects stalled every client ~150 ms. nginx
+# accepts one per event by default (multi_accept off).
+ACCEPTS_PER_TURN: Final = 8
+
+
+class PacedListener(socket.socket):
+    """A listening socket whose accept() says "nothing pending" after ACCEPTS_PER_TURN
+    connections in one turn of the loop (the loop's accept callback stops there, and the
+    socket is still readable next turn). uvloop accepts in C and is not paced."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+        super().__init__(sock.family, sock.type, sock.proto, sock.detach())
+        self._loop = loop
+        self._accepted = 0
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        if self._accepted >= ACCEPTS_PER_TURN:
+            raise BlockingIOError
+        if not self._accepted:
+            self._loop.call_soon(self._next_turn)
+        accepted = super().accept()
+        self._accepted += 1
+        return accepted
+
+    def _next_turn(self) -> None:
+        self._accepted = 0
+
+
+def listening(
+    loop: asyncio.AbstractEventLoop, host: str | None, port: int, backlog: int
+) -> list[PacedListener]:
+    """A bound, listening, paced socket for each address `host` resolves to (as asyncio's
+    create_server binds them: SO_REUSEADDR, IPv6 sockets IPv6 only)."""
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    socks: list[PacedListener] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(found):
+            sock = socket.socket(family, kind, proto)
+            socks.append(PacedListener(loop, sock))
+            socks[-1].setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                socks[-1].setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            socks[-1].bind(address)
+            socks[-1].listen(backlog)
+            socks[-1].setblocking(False)
+    except OSError:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
 
 
 class ServerLog(logging.LoggerAdapter[logging.Logger]):
