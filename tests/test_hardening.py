@@ -53,9 +53,9 @@ async def served(settings: Settings) -> AsyncIterator[tuple[web.Application, int
     await runner.setup()
     door = app[DOOR]
     assert runner.server is not None
-    listener = await door.listen(runner.server, "127.0.0.1", 0)
+    await door.listen(runner.server, "127.0.0.1", 0)
     try:
-        yield app, listener.sockets[0].getsockname()[1]
+        yield app, door.addresses[0][1]
     finally:
         door.close()
         await runner.cleanup()

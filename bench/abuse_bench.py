@@ -1,0 +1,520 @@
+"""How long a hostile or broken client can stall everyone else (issue 16).
+
+Starts a fake upstream, `python -m toolslim serve` with RLIMIT_NOFILE at 1,024 (soft), and a
+probe process that sends `GET /healthz` every 10 ms on one keep-alive connection and records
+each answer's latency. Then runs each abuse in turn while the probe runs, and reports the
+longest probe latency (the event loop's longest stall, as a client sees it), whether every
+probe was answered, and the proxy's peak VmRSS during the abuse:
+
+- gzip: requests whose body is 4 MB of tiny gzip members (decoding is linear, off the loop);
+- zstd: the same with zstd frames (needs the zstandard module);
+- catalogue: requests with a 31 MB catalogue (over max_catalogue_bytes: not parsed);
+- bomb: responses of 1 GiB of spaces gzipped to ~1 MB (the usage observer's copy is bounded);
+- slow: 1,100 connections that send their request headers a byte a second, reconnecting when
+  closed (at 1,024 descriptors the door keeps room for prompt clients);
+- uploads: 20 connections that each send 30 MiB of a 31 MiB body and stop (the buffer budget,
+  256 MiB, holds what fits; the rest streams through).
+
+An idle window first is the baseline: each stall is also shown as a multiple of the idle one.
+Goals: no stall over 100 ms, peak RSS under 450 MB, every probe answered. Everything is on
+127.0.0.1; each abuse is bounded in seconds. Run: `python bench/abuse_bench.py [--seconds S]
+[--only gzip,slow,...]`. The machine may be shared: `other` is the CPU other processes used
+meanwhile (cores), as in proxy_bench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import os
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROBE_EVERY = 0.010
+PROBE_TIMEOUT = 5.0
+FILES = 1024  # the proxy's RLIMIT_NOFILE (soft)
+GOALS = {"stall_ms": 100.0, "rss_mb": 450.0}
+HEADERS = (
+    b"Content-Type: application/json\r\nx-api-key: sk-ant-bench-fake-key\r\n"
+    b"anthropic-version: 2023-06-01\r\n"
+)
+BOMB_BYTES = 1 << 30
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def busy_cores_elsewhere(pids: set[int]) -> Callable[[], float]:
+    """A function returning the CPU cores used since the previous call by every process not
+    in `pids` (from /proc/stat and /proc/<pid>/stat)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def total_busy() -> int:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        values = [int(v) for v in fields]
+        return sum(values) - values[3] - values[4]  # minus idle and iowait
+
+    def ours() -> int:
+        used = 0
+        for pid in pids:
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            parts = stat[stat.rindex(")") + 2 :].split()
+            used += int(parts[11]) + int(parts[12])
+        return used
+
+    state = {"t": time.monotonic(), "busy": total_busy(), "ours": ours()}
+
+    def other() -> float:
+        now, busy, mine = time.monotonic(), total_busy(), ours()
+        spent = (busy - state["busy"]) - (mine - state["ours"])
+        cores = spent / tick / max(1e-9, now - state["t"])
+        state.update(t=now, busy=busy, ours=mine)
+        return max(0.0, cores)
+
+    return other
+
+
+# --- the fake upstream and the probe (child processes of this file) --------------------------
+
+
+def serve_upstream(port: int) -> None:
+    """JSON answers with usage; `X-Bomb: 1` answers 1 GiB of spaces, gzipped."""
+    from aiohttp import web
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b" " * (1 << 20)
+    parts = [packer.compress(block) for _ in range(BOMB_BYTES // len(block))]
+    bomb = b"".join(parts) + packer.flush()
+    answer = json.dumps(
+        {"id": "msg_1", "type": "message", "usage": {"input_tokens": 10, "output_tokens": 2}}
+    ).encode()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        async for _ in request.content.iter_chunked(1 << 16):
+            pass
+        if request.headers.get("X-Bomb"):
+            headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+            return web.Response(body=bomb, headers=headers)
+        return web.Response(body=answer, content_type="application/json")
+
+    app = web.Application(handler_args={"auto_decompress": False}, client_max_size=1 << 31)
+    app.router.add_route("*", "/{tail:.*}", handle)
+    print("listening", flush=True)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+def run_probe(port: int, out: str) -> None:
+    """GET /healthz every 10 ms until killed; one line per probe: sent-at and seconds taken,
+    or -1 when it failed (then it reconnects)."""
+    request = b"GET /healthz HTTP/1.1\r\nHost: probe\r\n\r\n"
+    with open(out, "w", buffering=1) as log:
+        sock: socket.socket | None = None
+        next_at = time.monotonic()
+        while True:
+            sent = time.monotonic()
+            try:
+                if sock is None:
+                    sock = socket.create_connection(("127.0.0.1", port), timeout=PROBE_TIMEOUT)
+                sock.sendall(request)
+                data = b""
+                while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+                    chunk = sock.recv(4096)
+                    if not chunk:
+                        raise ConnectionError("closed")
+                    data += chunk
+                if not data.startswith(b"HTTP/1.1 200"):
+                    raise ConnectionError(data[:12].decode(errors="replace"))
+                log.write(f"{sent:.6f} {time.monotonic() - sent:.6f}\n")
+            except OSError:
+                log.write(f"{sent:.6f} -1\n")
+                if sock is not None:
+                    sock.close()
+                sock = None
+            next_at = max(next_at + PROBE_EVERY, time.monotonic())
+            time.sleep(max(0.0, next_at - time.monotonic()))
+
+
+# --- the abuses ---------------------------------------------------------------------------
+
+
+async def post(port: int, body: bytes, extra: bytes = b"", read: bool = True) -> int:
+    """One POST /v1/messages with these body bytes; the bytes of the answer read."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+    try:
+        head = b"POST /v1/messages HTTP/1.1\r\nHost: bench\r\n" + HEADERS + extra
+        writer.write(head + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body))
+        writer.write(body)
+        await writer.drain()
+        got = 0
+        while read and (chunk := await reader.read(1 << 20)):
+            got += len(chunk)
+        return got
+    finally:
+        writer.close()
+
+
+def small_body() -> bytes:
+    return json.dumps({"model": "m", "max_tokens": 8, "messages": [], "tools": []}).encode()
+
+
+def gzip_members(size: int) -> bytes:
+    member = gzip.compress(b" ", compresslevel=1)
+    return member * (size // len(member)) + gzip.compress(small_body())
+
+
+def zstd_frames(size: int) -> bytes:
+    import zstandard
+
+    frame = zstandard.ZstdCompressor().compress(b" ")
+    return frame * (size // len(frame)) + zstandard.ZstdCompressor().compress(small_body())
+
+
+def catalogue(size: int) -> bytes:
+    tool = {
+        "name": "t",
+        "description": "d" * 200,
+        "input_schema": {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "title": "T",
+            "properties": {f"p{j}": {"type": "string", "title": "P"} for j in range(20)},
+        },
+    }
+    one = len(json.dumps(tool)) + 1
+    tools = [dict(tool, name=f"t{i}") for i in range(size // one)]
+    return json.dumps({"model": "m", "max_tokens": 8, "messages": [], "tools": tools}).encode()
+
+
+async def repeat(seconds: float, make: Callable[[], Awaitable[object]], at_once: int = 1) -> int:
+    """Run `make()` `at_once` at a time until `seconds` pass; how many ran."""
+    end = time.monotonic() + seconds
+    done = 0
+
+    async def lane() -> None:
+        nonlocal done
+        while time.monotonic() < end:
+            await make()
+            done += 1
+
+    await asyncio.gather(*(lane() for _ in range(at_once)))
+    return done
+
+
+async def abuse_gzip(port: int, seconds: float) -> str:
+    body = gzip_members(4_000_000)
+    n = await repeat(seconds, lambda: post(port, body, b"Content-Encoding: gzip\r\n"), 2)
+    return f"{n} requests of {len(body) / 1e6:.1f} MB"
+
+
+async def abuse_zstd(port: int, seconds: float) -> str:
+    body = zstd_frames(4_000_000)
+    n = await repeat(seconds, lambda: post(port, body, b"Content-Encoding: zstd\r\n"), 2)
+    return f"{n} requests of {len(body) / 1e6:.1f} MB"
+
+
+async def abuse_catalogue(port: int, seconds: float) -> str:
+    body = catalogue(31_000_000)
+    n = await repeat(seconds, lambda: post(port, body), 2)
+    return f"{n} requests of {len(body) / 1e6:.1f} MB"
+
+
+async def abuse_bomb(port: int, seconds: float) -> str:
+    n = await repeat(seconds, lambda: post(port, small_body(), b"X-Bomb: 1\r\n"), 2)
+    return f"{n} responses inflating to 1 GiB"
+
+
+async def abuse_slow(port: int, seconds: float, count: int = 1100) -> str:
+    """`count` connections sending request headers a byte a second, reconnecting."""
+    end = time.monotonic() + seconds
+    opened = closed = 0
+    head = b"POST /v1/messages HTTP/1.1\r\nHost: bench\r\n" + HEADERS
+
+    async def slow() -> None:
+        nonlocal opened, closed
+        while time.monotonic() < end:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.1)
+                continue
+            opened += 1
+            try:
+                for byte in head:
+                    if time.monotonic() >= end:
+                        break
+                    writer.write(bytes([byte]))
+                    await writer.drain()
+                    await asyncio.sleep(1.0)
+            except OSError:
+                closed += 1
+            finally:
+                writer.close()
+
+    await asyncio.gather(*(slow() for _ in range(count)))
+    return f"{count} at once, {opened} opened, {closed} closed by the proxy"
+
+
+async def abuse_uploads(port: int, seconds: float, count: int = 20) -> str:
+    """`count` connections that send 30 MiB of a 31 MiB body and then hold."""
+    writers = []
+    body = b"x" * (30 << 20)
+    for _ in range(count):
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        head = b"POST /v1/messages HTTP/1.1\r\nHost: bench\r\n" + HEADERS
+        writer.write(head + b"Content-Length: %d\r\n\r\n" % (31 << 20))
+        writers.append(writer)
+
+    async def send(writer: asyncio.StreamWriter) -> None:
+        for at in range(0, len(body), 1 << 20):
+            writer.write(body[at : at + (1 << 20)])
+            await writer.drain()
+
+    await asyncio.wait_for(asyncio.gather(*(send(w) for w in writers)), seconds * 4)
+    await asyncio.sleep(seconds)
+    for writer in writers:
+        writer.close()
+    return f"{count} x 30 MiB sent and held for {seconds:g} s"
+
+
+ABUSES: dict[str, Callable[[int, float], Awaitable[str]]] = {
+    "gzip": abuse_gzip,
+    "zstd": abuse_zstd,
+    "catalogue": abuse_catalogue,
+    "bomb": abuse_bomb,
+    "slow": abuse_slow,
+    "uploads": abuse_uploads,
+}
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+@dataclass
+class Window:
+    name: str
+    start: float
+    end: float
+    what: str
+    rss_mb: float
+    other: float
+
+
+def read_probes(path: Path) -> list[tuple[float, float]]:
+    probes = []
+    for line in path.read_text().splitlines():
+        sent, took = line.split()
+        probes.append((float(sent), float(took)))
+    return probes
+
+
+def summarize(window: Window, probes: list[tuple[float, float]]) -> dict[str, float]:
+    inside = [took for sent, took in probes if window.start <= sent <= window.end]
+    answered = [took for took in inside if took >= 0]
+    ordered = sorted(answered)
+    return {
+        "sent": len(inside),
+        "answered": len(answered),
+        "max_ms": 1000 * max(answered, default=0.0),
+        "p99_ms": 1000 * (ordered[int(len(ordered) * 0.99)] if ordered else 0.0),
+        "median_ms": 1000 * (statistics.median(answered) if answered else 0.0),
+    }
+
+
+def pinned(command: list[str], cpu: int, pin: bool) -> list[str]:
+    return ["taskset", "-c", str(cpu), *command] if pin else command
+
+
+def lower_files() -> None:
+    resource.setrlimit(
+        resource.RLIMIT_NOFILE, (FILES, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    )
+
+
+async def sample_rss(pid: int, stop: asyncio.Event, peak: list[float]) -> None:
+    while not stop.is_set():
+        peak[0] = max(peak[0], rss_mb(pid))
+        await asyncio.sleep(0.1)
+
+
+async def run(args: argparse.Namespace) -> int:
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))  # for 1,100 clients
+    pin = args.pin == "auto" and shutil.which("taskset") is not None and os.cpu_count() != 1
+    folder = Path(tempfile.mkdtemp(prefix="toolslim-abuse-"))
+    up_port, port = free_port(), free_port()
+    config = folder / "toolslim.yaml"
+    config.write_text(
+        f"listen: {{host: 127.0.0.1, port: {port}}}\n"
+        f"upstreams: {{anthropic: 'http://127.0.0.1:{up_port}'}}\n"
+        "log_level: warning\n"
+    )
+    me = [sys.executable, str(Path(__file__).resolve())]
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        upstream = subprocess.Popen(
+            pinned([*me, "--upstream", str(up_port)], 0, pin), stdout=subprocess.PIPE
+        )
+        processes.append(upstream)
+        assert upstream.stdout is not None
+        upstream.stdout.readline()  # "listening": the bomb is built
+        proxy = subprocess.Popen(
+            pinned([sys.executable, "-m", "toolslim", "serve", "--config", str(config)], 1, pin),
+            preexec_fn=lower_files,
+            stderr=open(folder / "proxy.log", "wb"),  # noqa: SIM115 (lives as long as the proxy)
+        )
+        processes.append(proxy)
+        wait_for_port(port, proxy)
+        probes_file = folder / "probes.txt"
+        # The probe beside the proxy: CPU 0 is busy with the abusers and the upstream.
+        probe = subprocess.Popen(pinned([*me, "--probe", str(port), str(probes_file)], 1, pin))
+        processes.append(probe)
+        other = busy_cores_elsewhere({os.getpid(), *(p.pid for p in processes)})
+        windows = []
+        print(
+            f"proxy pid {proxy.pid}, RLIMIT_NOFILE {FILES}; pinned: {pin}; {args.seconds:g} s each"
+        )
+        await asyncio.sleep(1.0)
+        names = ["idle", *[n for n in ABUSES if not args.only or n in args.only.split(",")]]
+        for name in names:
+            stop, peak = asyncio.Event(), [0.0]
+            sampler = asyncio.create_task(sample_rss(proxy.pid, stop, peak))
+            other()
+            start = time.monotonic()
+            if name == "idle":
+                await asyncio.sleep(args.seconds)
+                what = "nothing"
+            else:
+                try:
+                    what = await ABUSES[name](port, args.seconds)
+                except ImportError as exc:
+                    what = f"skipped: {exc.name} is not installed"
+            end = time.monotonic()
+            await asyncio.sleep(0.5)  # the last probes' answers
+            stop.set()
+            await sampler
+            windows.append(Window(name, start, end, what, peak[0], other()))
+            print(f"  {name}: {what}", flush=True)
+            await asyncio.sleep(1.0)  # let the proxy settle between abuses
+        probe.terminate()
+        probe.wait(5)
+        probes = read_probes(probes_file)
+        stats = proxy_stats(port)
+        return report(windows, probes, stats, proxy, folder)
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the proxy exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("the proxy did not start listening within 30 s")
+
+
+def proxy_stats(port: int) -> dict[str, object]:
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", "/stats")
+    stats: dict[str, object] = json.loads(connection.getresponse().read())
+    connection.close()
+    return stats
+
+
+def report(
+    windows: list[Window],
+    probes: list[tuple[float, float]],
+    stats: dict[str, object],
+    proxy: subprocess.Popen[bytes],
+    folder: Path,
+) -> int:
+    print()
+    print(
+        f"{'abuse':>10} {'probes':>7} {'answered':>8} {'max ms':>8} {'p99 ms':>7} "
+        f"{'x idle':>7} {'RSS MB':>7} {'other':>5}  goal"
+    )
+    idle = summarize(windows[0], probes)["max_ms"] or 1.0
+    met = True
+    for window in windows:
+        s = summarize(window, probes)
+        ok = (
+            s["max_ms"] <= GOALS["stall_ms"]
+            and window.rss_mb <= GOALS["rss_mb"]
+            and s["answered"] == s["sent"]
+        )
+        met = met and ok
+        print(
+            f"{window.name:>10} {s['sent']:>7.0f} {s['answered']:>8.0f} {s['max_ms']:>8.1f} "
+            f"{s['p99_ms']:>7.1f} {s['max_ms'] / idle:>7.1f} {window.rss_mb:>7.0f} "
+            f"{window.other:>5.2f}  {'met' if ok else 'MISSED'}"
+        )
+    connections = stats.get("connections", {})
+    components = stats.get("components", {})
+    print()
+    print(f"/stats connections: {json.dumps(connections)}")
+    for name, counters in dict(components).items():  # type: ignore[call-overload]
+        print(f"/stats {name} skip_reasons: {json.dumps(counters['skip_reasons'])}")
+    log = (folder / "proxy.log").read_bytes()
+    print(f"proxy log: {len(log.splitlines())} lines, {len(log)} bytes (level warning)")
+    goals = f"stall <= {GOALS['stall_ms']:g} ms, RSS <= {GOALS['rss_mb']:g} MB, all answered"
+    print(f"goals ({goals}): {'met' if met else 'MISSED'}")
+    return 0 if met else 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="per abuse (default 10)")
+    parser.add_argument("--only", default="", help="comma-separated abuses: " + ",".join(ABUSES))
+    parser.add_argument("--pin", choices=("auto", "none"), default="auto")
+    parser.add_argument("--upstream", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--probe", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.upstream is not None:
+        serve_upstream(args.upstream)
+        return
+    if args.probe is not None:
+        run_probe(int(args.probe[0]), args.probe[1])
+        return
+    sys.exit(asyncio.run(run(args)))
+
+
+if __name__ == "__main__":
+    main()
