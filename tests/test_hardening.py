@@ -133,6 +133,27 @@ async def test_slow_clients_at_the_connection_limit_never_lock_out_a_prompt_one(
             writer.close()
 
 
+async def test_a_keep_alive_client_between_requests_outlasts_a_flood_of_slow_connections(
+    upstream: FakeUpstream,
+) -> None:
+    async with served(limits(upstream.url, max_connections=10)) as (app, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        request = b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+        writer.write(request)
+        assert (await asyncio.wait_for(reader.readuntil(b"}"), 10)).startswith(b"HTTP/1.1 200")
+        slow = []
+        for _ in range(100):  # all newer than the keep-alive one, which is idle meanwhile
+            _, slow_writer = await asyncio.open_connection("127.0.0.1", port)
+            slow_writer.write(b"POST /v1/messages HTTP/1.1\r\n")
+            slow.append(slow_writer)
+        await until(lambda: app[DOOR].stats.connections_closed["evicted"] >= 90)
+        writer.write(request)  # the same connection, still open
+        assert (await asyncio.wait_for(reader.readuntil(b"}"), 10)).startswith(b"HTTP/1.1 200")
+        writer.close()
+        for slow_writer in slow:
+            slow_writer.close()
+
+
 async def test_a_client_that_sends_no_complete_headers_in_time_is_closed(
     upstream: FakeUpstream,
 ) -> None:
