@@ -19,7 +19,7 @@ from toolslim.catalog import (
     rewrite_catalogue,
     serialize,
 )
-from toolslim.envelope import parse_catalogue
+from toolslim.entry import parse_catalogue
 from toolslim.pipeline import Pipeline
 from toolslim.schema import TooDeep, ToolSchema
 

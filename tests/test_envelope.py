@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golden_cases import golden
-from toolslim.envelope import Compacted, DuplicateKey, Entry, compact, parse_catalogue
+from toolslim.entry import DuplicateKey, Entry, parse_catalogue
+from toolslim.envelope import Compacted, compact
 from toolslim.memo import Memo
 from toolslim.pipeline import Pipeline
 from toolslim.schema import ToolSchema

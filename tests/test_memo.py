@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from test_envelope import CATALOGUE, COMPACTED, STRIP, anthropic, bodies, cold
 from toolslim import envelope
 from toolslim import memo as memo_room
-from toolslim.envelope import Entry, compact
+from toolslim.entry import Entry
+from toolslim.envelope import compact
 from toolslim.memo import Memo, memo_hit
 from toolslim.pipeline import Pipeline
 

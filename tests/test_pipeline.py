@@ -12,7 +12,7 @@ import pytest
 from child import python_output
 from toolslim import envelope
 from toolslim.catalog import serialize
-from toolslim.envelope import Entry, parse_catalogue
+from toolslim.entry import Entry, parse_catalogue
 from toolslim.memo import Memo
 from toolslim.pipeline import (
     KNOWN,

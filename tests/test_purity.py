@@ -16,6 +16,7 @@ PURE = [
     "advice",
     "codings",
     "compact",
+    "entry",
     "envelope",
     "errors",
     "drift",

@@ -22,7 +22,8 @@ from yarl import URL
 
 from toolslim import capture
 from toolslim.config import Settings
-from toolslim.envelope import Piece, SkipReason, joined
+from toolslim.entry import SkipReason
+from toolslim.envelope import Piece, joined
 from toolslim.errors import HeadersTimeout, error_body, refusal_body, translate
 from toolslim.exchange import Exchange, Ledger
 from toolslim.limits import MAX_BUFFERED_BYTES, BufferBudget, ClientLimits

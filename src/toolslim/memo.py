@@ -24,7 +24,7 @@ _ADDITIONAL_TOOLS = b'"additional_tools"'
 _PREFIX = 64  # bytes of a catalogue that index it for the memo-hit byte comparison
 _MAX_CANDIDATES = 64  # `"tools":` keys the hit path looks at before it hands over
 _TAIL_WINDOW = 64 * 1024  # bytes after a catalogue the reverse search looks through
-# Bytes after the last catalogue that are sent joined to its output (envelope.Entry), and
+# Bytes after the last catalogue that are sent joined to its output (entry.Entry), and
 # that the memo keeps as a rest a catalogue was found before (see _same_place).
 SHORT_TAIL = 1024
 # Rests kept per catalogue, most recently used first. Sessions sharing a catalogue end their

@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from toolslim import budget, defs, envelope, toolorder
-from toolslim.envelope import Outcome, Piece, SkipReason, StageCounts, Step
+from toolslim import budget, defs, entry, envelope, toolorder
+from toolslim.entry import Outcome, SkipReason, StageCounts, Step
+from toolslim.envelope import Piece
 from toolslim.facts import CatalogueFacts
 from toolslim.memo import Memo
 from toolslim.schema import JSON, ToolSchema
@@ -237,7 +238,7 @@ class Pipeline:
         self.components = tuple(KNOWN[n](options.get(n, {})) for n in self.names)
         # Each entry keeps what a report says about its catalogue, made once (the parts
         # never refer back to their entry, so an eviction frees both at once).
-        self.memo: Memo[envelope.Entry, _ReportParts] = Memo(memo_size)
+        self.memo: Memo[entry.Entry, _ReportParts] = Memo(memo_size)
         self._rewrites: tuple[Step, ...] = tuple(
             c if isinstance(c, toolorder.ToolOrder) else c.rewrite for c in self.components
         )
@@ -290,10 +291,10 @@ class Pipeline:
             catalogues=catalogues,
         )
 
-    def _parts_of(self, entry: envelope.Entry) -> _ReportParts:
+    def _parts_of(self, entry: entry.Entry) -> _ReportParts:
         return self._report_parts([entry])
 
-    def _report_parts(self, entries: Sequence[envelope.Entry]) -> _ReportParts:
+    def _report_parts(self, entries: Sequence[entry.Entry]) -> _ReportParts:
         """What a request's report says about its catalogues (pure in the entries)."""
         runs = tuple(
             _combine(name, [entry.runs[index] for entry in entries])
@@ -320,7 +321,7 @@ _ReportParts = tuple[
 ]
 
 
-def _combine(name: str, runs: Sequence[envelope.CatalogueRun]) -> ComponentRun:
+def _combine(name: str, runs: Sequence[entry.CatalogueRun]) -> ComponentRun:
     """One component's outcome for the request from its outcome on each catalogue."""
     removed: Counter[str] = Counter()
     for run in runs:

@@ -17,7 +17,8 @@ from typing import Any, TextIO
 import orjson
 
 from toolslim.catalog import deferred_tools, leaf_tools, serialize
-from toolslim.envelope import is_additional_tools, parse_catalogue
+from toolslim.entry import parse_catalogue
+from toolslim.envelope import is_additional_tools
 from toolslim.pipeline import Pipeline, RunReport, TokenTotals
 from toolslim.pipeline import count_tokens as pipeline_tokens
 from toolslim.schema import JSON

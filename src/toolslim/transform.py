@@ -13,7 +13,8 @@ from multidict import CIMultiDict
 from toolslim import codings
 from toolslim.catalog import Api
 from toolslim.config import DEFAULTS
-from toolslim.envelope import Piece, SkipReason
+from toolslim.entry import SkipReason
+from toolslim.envelope import Piece
 from toolslim.pipeline import Pipeline, RunReport
 
 KiB: Final = 1024
@@ -27,7 +28,7 @@ ON_LOOP_CODED: Final = 64 * KiB
 # The largest decoded body the pipeline looks at (the `max_catalogue_bytes` setting): its
 # parse is one call that holds the interpreter, on whatever thread, about 2 ms per MiB.
 MAX_CATALOGUE_BYTES: Final[int] = DEFAULTS["max_catalogue_bytes"]
-# A body the worker thread could not take: forwarded untouched. (envelope.SkipReason does not
+# A body the worker thread could not take: forwarded untouched. (entry.SkipReason does not
 # list it yet; the stats count skip reasons as strings.)
 BUSY: Final = cast(SkipReason, "busy")
 
