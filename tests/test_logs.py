@@ -103,14 +103,14 @@ async def test_serving_flushes_a_quiet_servers_lines_about_once_a_second(
 ) -> None:
     import asyncio
 
-    from toolslim.app import _flush_every_second
+    from toolslim.serving import flush_every_second
 
     monkeypatch.setattr(logs, "FLUSH_SECONDS", 0.05)
     stream = io.StringIO()
     handler = handler_at(stream, written=NOW + 10)  # no line will find a second gone by
     handler.handle(record("last request", at=NOW + 10.01))
     assert stream.getvalue() == ""
-    flushing = asyncio.create_task(_flush_every_second(handler))
+    flushing = asyncio.create_task(flush_every_second(handler))
     try:
         await asyncio.sleep(0.3)
     finally:

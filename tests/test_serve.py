@@ -36,8 +36,8 @@ async def test_sigterm_stops_accepting_lets_the_stream_in_flight_finish_and_exit
         f"upstreams: {{anthropic: '{upstream.url}/a'}}\n"
         "shutdown_grace: 10\n"
     )
-    code = "import sys; from toolslim import app, config; "
-    code += "sys.exit(app.serve(config.load_settings(sys.argv[1], {}, {})))"
+    code = "import sys; from toolslim import config, serving; "
+    code += "sys.exit(serving.serve(config.load_settings(sys.argv[1], {}, {})))"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, "-c", code, str(config)],
@@ -85,9 +85,9 @@ def test_serving_hides_start_up_objects_from_the_collector_and_collects_young_on
     in the test runner itself."""
     code = (
         "import gc\n"
-        "from toolslim.app import _tune_gc\n"
+        "from toolslim.serving import tune_gc\n"
         "before = gc.get_threshold()\n"
-        "_tune_gc()\n"
+        "tune_gc()\n"
         "print(gc.get_freeze_count() > 1000, gc.get_threshold()[0] > before[0],"
         " gc.get_threshold()[1:] == before[1:])\n"
     )

@@ -468,8 +468,8 @@ async def test_sigterm_lets_the_response_in_flight_finish_then_closes_the_websoc
         f"upstreams: {{openai: 'http://127.0.0.1:{upstream.port}'}}\n"
         "shutdown_grace: 10\n"
     )
-    code = "import sys; from toolslim import app, config; "
-    code += "sys.exit(app.serve(config.load_settings(sys.argv[1], {}, {})))"
+    code = "import sys; from toolslim import config, serving; "
+    code += "sys.exit(serving.serve(config.load_settings(sys.argv[1], {}, {})))"
     process = subprocess.Popen(
         [sys.executable, "-c", code, str(config)],
         stdout=subprocess.PIPE,

@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         print(f"toolslim: configuration error: {exc}", file=sys.stderr)
         return 2
     if args.command == "serve":
-        from toolslim.app import serve
+        from toolslim.serving import serve
 
         return serve(settings)
     if args.command == "compact":
