@@ -58,31 +58,38 @@ def _read_anthropic(usage: Mapping[str, Any]) -> Usage:
     )
 
 
-def _read_openai_chat(usage: Mapping[str, Any]) -> Usage:
-    cached = _count(usage, "prompt_tokens_details", "cached_tokens")
-    return Usage(
-        input_tokens=_minus(_count(usage, "prompt_tokens"), cached),
-        output_tokens=_count(usage, "completion_tokens"),
-        cache_read_input_tokens=cached,
-    )
+def _cached_apart(
+    total: str, cached: tuple[str, str | None], outputs: tuple[str, ...]
+) -> Callable[[Mapping[str, Any]], Usage]:
+    """A reader for a usage object that counts cached input inside its input total (OpenAI,
+    Gemini): the plain input is the total less the cached part."""
+    key, inner = cached
+
+    def read(usage: Mapping[str, Any]) -> Usage:
+        hit = _count(usage, key, inner)
+        output = 0
+        for name in outputs:
+            output += _count(usage, name)
+        return Usage(
+            input_tokens=_minus(_count(usage, total), hit),
+            output_tokens=output,
+            cache_read_input_tokens=hit,
+        )
+
+    return read
 
 
-def _read_openai_responses(usage: Mapping[str, Any]) -> Usage:
-    cached = _count(usage, "input_tokens_details", "cached_tokens")
-    return Usage(
-        input_tokens=_minus(_count(usage, "input_tokens"), cached),
-        output_tokens=_count(usage, "output_tokens"),
-        cache_read_input_tokens=cached,
-    )
-
-
-def _read_gemini(usage: Mapping[str, Any]) -> Usage:
-    cached = _count(usage, "cachedContentTokenCount")
-    return Usage(
-        input_tokens=_minus(_count(usage, "promptTokenCount"), cached),
-        output_tokens=_count(usage, "candidatesTokenCount") + _count(usage, "thoughtsTokenCount"),
-        cache_read_input_tokens=cached,
-    )
+_read_openai_chat = _cached_apart(
+    "prompt_tokens", ("prompt_tokens_details", "cached_tokens"), ("completion_tokens",)
+)
+_read_openai_responses = _cached_apart(
+    "input_tokens", ("input_tokens_details", "cached_tokens"), ("output_tokens",)
+)
+_read_gemini = _cached_apart(
+    "promptTokenCount",
+    ("cachedContentTokenCount", None),
+    ("candidatesTokenCount", "thoughtsTokenCount"),
+)
 
 
 Found = tuple[Mapping[str, Any], bool]  # (the usage object, whether it is the final word)
