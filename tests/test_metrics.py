@@ -215,6 +215,15 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
         ("warm_break_even_requests", "toolslim_cache_warm_break_even_requests"),
     ):
         put(f"cache.{key}", one(name), snap["cache"][key])
+    for api, catalogues in snap["cache"]["by_api"].items():
+        top = catalogues[0]  # the most requested: its figures, per API
+        for key, name in (
+            ("requests", "toolslim_cache_top_catalogue_requests"),
+            ("catalogue_tokens", "toolslim_cache_top_catalogue_tokens"),
+            ("tokens_saved_per_request", "toolslim_cache_top_catalogue_saved_per_request_tokens"),
+            ("warm_break_even_requests", "toolslim_cache_top_catalogue_warm_break_even_requests"),
+        ):
+            put(f"cache.by_api.{api}", one(name, api=api), top[key])
 
     drift = snap["drift"]
     put("drift.sessions", one("toolslim_drift_sessions"), drift["sessions"])
@@ -319,6 +328,21 @@ def test_break_even_sample_is_absent_until_there_is_a_catalogue() -> None:
     families = scrape(Stats(["toolschema"]))
     assert families["toolslim_cache_warm_break_even_requests"].samples == []
     assert families["toolslim_tool_schema_tokens_saved"].samples[0].value == 0
+
+
+def test_each_api_s_most_requested_catalogue_is_exported_and_its_nulls_have_no_sample() -> None:
+    stats, _ = mixed_stats()
+    found = samples(scrape(stats))
+    by_api = stats.snapshot()["cache"]["by_api"]
+    assert set(by_api) == {"anthropic", "openai-chat"}
+    assert found[one("toolslim_cache_top_catalogue_requests", api="anthropic")] == 5
+    assert found[one("toolslim_cache_top_catalogue_tokens", api="anthropic")] == 16_000
+    assert by_api["openai-chat"][0]["catalogue_tokens"] is None  # nothing was saved on it
+    assert one("toolslim_cache_top_catalogue_tokens", api="openai-chat") not in found
+    assert one("toolslim_cache_top_catalogue_warm_break_even_requests", api="openai-chat") not in (
+        found
+    )
+    assert found[one("toolslim_cache_top_catalogue_requests", api="openai-chat")] == 1
 
 
 def test_tool_schema_families_read_zero_when_toolschema_is_not_configured() -> None:

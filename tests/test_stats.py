@@ -14,9 +14,11 @@ import pytest
 import tiktoken
 
 from proxy_harness import ANTHROPIC, FakeUpstream, Proxy, dumps, stats_of, tools_span, total_is
-from toolslim.drift import Change
+from toolslim.drift import Change, identity_of
+from toolslim.facts import CatalogueFacts
+from toolslim.fleet import merge, state_of, view
 from toolslim.pipeline import ComponentRun, RunReport, TokenTotals, skipped_report
-from toolslim.stats import Histogram, Stats, percentile
+from toolslim.stats import CATALOGUES_PER_API, Histogram, Stats, percentile
 from toolslim.usage import Usage
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "stats.md"
@@ -33,6 +35,18 @@ class FakeClock:
 def applied(name: str = "toolschema", before: int = 1000, after: int = 600, **kw: Any) -> RunReport:
     run = ComponentRun(name, "applied", bytes_before=before, bytes_after=after, **kw)
     return RunReport((b"{}",), (run,))
+
+
+def catalogue(*names: str) -> CatalogueFacts:
+    """The facts of a catalogue of tools with these names."""
+    tools = [{"name": name, "input_schema": {"type": "object", "title": name}} for name in names]
+    return CatalogueFacts(json.dumps(tools).encode())
+
+
+# The catalogues the mixed batch's requests carry: Claude Code's, and two OpenAI Chat ones.
+CLAUDE = catalogue("Read", "Bash", "mcp__git__git_log")
+CHAT = catalogue("read_file")
+CHAT_OTHER = catalogue("read_file", "write_file")
 
 
 def record_mixed_batch(stats: Stats, clock: FakeClock) -> None:
@@ -100,11 +114,17 @@ def record_mixed_batch(stats: Stats, clock: FakeClock) -> None:
         (58, "anthropic", "anthropic", 200, memo_hit, (16_000, 12_100), Usage(7, 1_024, 21_000, 0)),
         (61, "anthropic", "anthropic", 429, memo_hit, (16_000, 12_100), None),
     ]
+    # The catalogue each request carried, by its offset; the others carried none.
+    carries = {0: CLAUDE, 4: CLAUDE, 12: CLAUDE, 15: CHAT, 47: CHAT_OTHER, 58: CLAUDE, 61: CLAUDE}
     start = clock.now
     for offset, upstream, api, status, report, tokens, usage in batch:
         clock.now = start + offset
         stats.record_pipeline(report)
-        saved = stats.record_tokens({"toolschema": tokens} if tokens else {})
+        carried = None
+        if (facts := carries.get(offset)) is not None:
+            carried = (api, identity_of((facts,)))
+            stats.record_catalogue(api, carried[1], (facts,))
+        saved = stats.record_tokens({"toolschema": tokens} if tokens else {}, carried)
         stats.record_request(
             upstream=upstream,
             api=api,
@@ -252,6 +272,89 @@ def test_warm_break_even_is_null_until_a_catalogue_saved_tokens() -> None:
     assert stats.snapshot()["cache"]["warm_break_even_requests"] is None
 
 
+def carry(stats: Stats, api: str, facts: CatalogueFacts, tokens: tuple[int, int] | None) -> None:
+    """One request of `api` that carried `facts`, as the ledger counts it."""
+    identity = identity_of((facts,))
+    stats.record_catalogue(api, identity, (facts,))
+    stats.record_tokens({"toolschema": tokens} if tokens else {}, (api, identity))
+
+
+def test_each_api_s_break_even_is_for_the_catalogue_its_requests_carry_most() -> None:
+    stats = Stats(["toolschema"])
+    for _ in range(3):
+        carry(stats, "anthropic", CLAUDE, (16_000, 12_000))
+    carry(stats, "anthropic", CHAT, (1_000, 500))  # the latest, not the most requested
+    carry(stats, "openai-chat", CHAT_OTHER, (2_000, 1_900))
+    cache = stats.snapshot()["cache"]
+    assert (cache["catalogue_tokens"], cache["tokens_saved_per_request"]) == (2_000, 100)
+    anthropic = cache["by_api"]["anthropic"]
+    assert [c["requests"] for c in anthropic] == [3, 1]
+    assert anthropic[0] == {
+        "catalogue": CLAUDE.digest.hex()[:12],
+        "tools": 3,
+        "bytes": CLAUDE.size,
+        "requests": 3,
+        "catalogue_tokens": 16_000,
+        "tokens_saved_per_request": 4_000,
+        "warm_break_even_requests": pytest.approx((1.15 * 16_000 - 1.25 * 4_000) / 400),
+    }
+    assert anthropic[1]["catalogue"] == CHAT.digest.hex()[:12]
+    assert anthropic[1]["warm_break_even_requests"] == pytest.approx((1.15 * 1000 - 625) / 50)
+    [chat] = cache["by_api"]["openai-chat"]
+    assert (chat["catalogue"], chat["tools"], chat["requests"]) == (
+        CHAT_OTHER.digest.hex()[:12],
+        2,
+        1,
+    )
+
+
+def test_a_catalogue_nothing_was_saved_on_has_no_p_until_tokenized_and_no_break_even() -> None:
+    stats = Stats(["toolschema"])
+    carry(stats, "openai-responses", CHAT, None)  # nothing to strip: never tokenized
+    carry(stats, "openai-responses", CHAT, None)
+    [entry] = stats.snapshot()["cache"]["by_api"]["openai-responses"]
+    assert (entry["requests"], entry["tools"]) == (2, 1)
+    assert entry["catalogue_tokens"] is None and entry["tokens_saved_per_request"] == 0
+    assert entry["warm_break_even_requests"] is None
+
+
+def test_a_flood_of_new_catalogues_keeps_the_most_requested_and_a_few_per_api() -> None:
+    stats = Stats(["toolschema"])
+    for _ in range(2):
+        carry(stats, "anthropic", CLAUDE, (16_000, 12_000))
+    for index in range(5 * CATALOGUES_PER_API):
+        carry(stats, "anthropic", catalogue(f"tool_{index}"), (100, 90))
+    anthropic = stats.snapshot()["cache"]["by_api"]["anthropic"]
+    assert len(anthropic) == CATALOGUES_PER_API
+    assert anthropic[0]["catalogue"] == CLAUDE.digest.hex()[:12]
+    assert anthropic[0]["requests"] == 2 and anthropic[0]["catalogue_tokens"] == 16_000
+    newest = catalogue(f"tool_{5 * CATALOGUES_PER_API - 1}").digest.hex()[:12]
+    assert newest in {c["catalogue"] for c in anthropic}  # the least requested went, oldest first
+
+
+def test_catalogue_counts_split_over_workers_merge_to_what_one_worker_serving_all_shows() -> None:
+    clock = FakeClock()
+    workers = [Stats(["toolschema"], clock=clock) for _ in range(3)]
+    one = Stats(["toolschema"], clock=clock)
+    requests = [
+        ("anthropic", CLAUDE, (16_000, 12_000)),
+        ("anthropic", CHAT, (1_000, 500)),
+        ("anthropic", CLAUDE, (16_000, 12_000)),
+        ("openai-chat", CHAT, None),
+        ("anthropic", CHAT, (1_000, 500)),
+        ("anthropic", CHAT, (1_000, 500)),
+        ("openai-chat", CHAT_OTHER, None),
+    ]
+    for index, (api, facts, tokens) in enumerate(requests):
+        clock.now += 1
+        carry(workers[index % 3], api, facts, tokens)
+        carry(one, api, facts, tokens)
+    made = [state_of(stats, ident=f"{i}-1", pid=i) for i, stats in enumerate(workers)]
+    host = view(merge(made), made, 0, clock.now)
+    assert host["cache"]["by_api"] == one.snapshot()["cache"]["by_api"]
+    assert [c["requests"] for c in host["cache"]["by_api"]["anthropic"]] == [3, 2]
+
+
 def test_tokens_saved_count_as_warm_when_the_upstream_read_from_its_cache_else_cold() -> None:
     stats = Stats(["toolschema"])
     stats.record_usage(Usage(10, 5, 0, 900), tokens_saved=40)  # cache written: cold
@@ -391,6 +494,7 @@ DYNAMIC = {
     "drift.changes": "<kind>",
     "drift.cache_write_tokens_after": "<kind>",
     "advice": "<advice>",
+    "cache.by_api": "<api>",
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import orjson
 
-from toolslim.stats import RECENT_CHANGES, Stats, percentile
+from toolslim.stats import RECENT_CHANGES, Stats, merge_catalogues, percentile
 
 State = dict[str, Any]  # JSON: {"id", "pid", "latest_at", "snapshot"}, as one worker publishes
 
@@ -103,6 +103,7 @@ def _recent(values: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 # and every other object merged key by key (a key that is data, such as an upstream name,
 # sums over the workers that have it).
 RULES: Final[dict[str, Callable[[list[Any]], Any]]] = {
+    "cache.by_api": merge_catalogues,  # requests per catalogue added, the most requested kept
     "cache.catalogue_tokens": _latest,
     "cache.read_multiplier": _first,  # one setting, the same in every worker
     "cache.tokens_saved_per_request": _latest,

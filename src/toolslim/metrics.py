@@ -338,6 +338,35 @@ def _cache_families(cache: Mapping[str, Any]) -> list[Metric]:
     )
     if cache["warm_break_even_requests"] is not None:
         break_even.add_metric([], cache["warm_break_even_requests"])
+    # Per API, its most requested catalogue (cache.by_api's first); the catalogue's name is
+    # text, left out: `api` is the only label.
+    top = _gauge_family(
+        "toolslim_cache_top_catalogue_requests",
+        "Requests that carried the API's most requested catalogue.",
+    )
+    top_tokens = _gauge_family(
+        "toolslim_cache_top_catalogue_tokens",
+        "Tokens of the API's most requested catalogue before compaction (its P); absent"
+        " until it was tokenized.",
+    )
+    top_saved = _gauge_family(
+        "toolslim_cache_top_catalogue_saved_per_request_tokens",
+        "Tokens compaction saves per request on the API's most requested catalogue (its s).",
+    )
+    top_break_even = _gauge_family(
+        "toolslim_cache_top_catalogue_warm_break_even_requests",
+        "The warm break-even of the API's most requested catalogue; absent while null.",
+    )
+    for api, catalogues in cache["by_api"].items():
+        if not catalogues:
+            continue
+        first = catalogues[0]
+        top.add_metric([api], first["requests"])
+        top_saved.add_metric([api], first["tokens_saved_per_request"])
+        if first["catalogue_tokens"] is not None:
+            top_tokens.add_metric([api], first["catalogue_tokens"])
+        if first["warm_break_even_requests"] is not None:
+            top_break_even.add_metric([api], first["warm_break_even_requests"])
     return [
         _gauge(
             "toolslim_cache_read_multiplier_ratio",
@@ -380,6 +409,10 @@ def _cache_families(cache: Mapping[str, Any]) -> list[Metric]:
             cache["tokens_saved_per_request"],
         ),
         break_even,
+        top,
+        top_tokens,
+        top_saved,
+        top_break_even,
     ]
 
 
@@ -440,6 +473,11 @@ def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
 
 def _counter_family(name: str, documentation: str, *labels: str) -> CounterMetricFamily:
     return CounterMetricFamily(name, documentation, labels=labels)
+
+
+def _gauge_family(name: str, documentation: str) -> GaugeMetricFamily:
+    """A gauge per API."""
+    return GaugeMetricFamily(name, documentation, labels=("api",))
 
 
 def _labelled(family: CounterMetricFamily, values: Mapping[str, float]) -> CounterMetricFamily:

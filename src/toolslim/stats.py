@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from toolslim.advice import ADVICE, FIX, Advice
 from toolslim.drift import KINDS, Change
+from toolslim.facts import CatalogueFacts
 from toolslim.pipeline import RunReport, TokenTotals
 from toolslim.usage import Usage
 
@@ -35,6 +36,8 @@ CONNECTION_GAUGES = ("open", "busy", "max", "buffered_bytes", "max_buffered_byte
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25)
 TTFB_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 RECENT_CHANGES = 50  # catalogue changes /stats lists in drift.recent
+CATALOGUES_PER_API = 8  # catalogues counted per API (cache.by_api), most requested first
+CATALOGUE_ID = 12  # hex digits of a catalogue's identity on /stats: a name to tell them apart
 
 
 READ_MULTIPLIER = 0.1  # cache read, x base input price
@@ -136,6 +139,59 @@ class ComponentCounters:
         }
 
 
+@dataclass(slots=True)
+class CatalogueCount:
+    """One catalogue an API's requests carried: how often, and its P and s once tokenized."""
+
+    tools: int
+    size: int  # bytes, as sent
+    requests: int = 0
+    catalogue_tokens: int | None = None  # P, None until a compacted request was tokenized
+    tokens_saved: int = 0  # s
+
+    def snapshot(self, identity: bytes, read: float, write: float) -> dict[str, Any]:
+        p, s = self.catalogue_tokens, self.tokens_saved
+        return {
+            "catalogue": identity.hex()[:CATALOGUE_ID],
+            "tools": self.tools,
+            "bytes": self.size,
+            "requests": self.requests,
+            "catalogue_tokens": p,
+            "tokens_saved_per_request": s,
+            "warm_break_even_requests": None if p is None else break_even(p, s, read, write),
+        }
+
+
+def _most_requested(entry: Mapping[str, Any]) -> tuple[int, str]:
+    return -entry["requests"], entry["catalogue"]
+
+
+_TOKENIZED = ("catalogue_tokens", "tokens_saved_per_request", "warm_break_even_requests")
+
+
+def merge_catalogues(values: Sequence[Mapping[str, Sequence[Mapping[str, Any]]]]) -> dict[str, Any]:
+    """`cache.by_api` of several workers as one: requests added per catalogue, P, s and the
+    break-even from a worker that tokenized it (the same catalogue gives the same figures),
+    the CATALOGUES_PER_API most requested kept per API."""
+    merged: dict[str, dict[str, dict[str, Any]]] = {}
+    for value in values:
+        for api, entries in value.items():
+            table = merged.setdefault(api, {})
+            for entry in entries:
+                known = table.get(entry["catalogue"])
+                if known is None:
+                    table[entry["catalogue"]] = dict(entry)
+                    continue
+                known["requests"] += entry["requests"]
+                if known["catalogue_tokens"] is None and entry["catalogue_tokens"] is not None:
+                    for key in _TOKENIZED:
+                        known[key] = entry[key]
+    return {
+        api: sorted(table.values(), key=_most_requested)[:CATALOGUES_PER_API]
+        for api, table in sorted(merged.items())
+    }
+
+
 class Stats:
     """Every counter the proxy keeps. Mutated by `record_*`, read only through `snapshot()`."""
 
@@ -190,6 +246,8 @@ class Stats:
         self.last_catalogue_tokens = 0  # P of the break-even, from the latest applied catalogue
         self.last_tokens_saved = 0  # s of the break-even
         self.last_tokens_at = 0.0  # when P and s were set: across workers, the latest wins
+        # api -> catalogue identity -> its count, at most CATALOGUES_PER_API per API.
+        self.catalogues: dict[str, dict[bytes, CatalogueCount]] = {}
         self.overhead = Histogram(OVERHEAD_BUCKETS)
         self.ttfb = Histogram(TTFB_BUCKETS)
         self.drift_sessions: Callable[[], int] = lambda: 0  # sessions tracked now (a gauge)
@@ -265,9 +323,12 @@ class Stats:
             else:
                 counters.error += 1
 
-    def record_tokens(self, tokens: Mapping[str, tuple[int, int]]) -> int:
+    def record_tokens(
+        self, tokens: Mapping[str, tuple[int, int]], catalogue: tuple[str, bytes] | None = None
+    ) -> int:
         """Catalogue tokens before/after per component for one request; returns the tokens
-        saved in the prompt (a TokenTotals' deferred part is counted apart)."""
+        saved in the prompt (a TokenTotals' deferred part is counted apart). `catalogue`,
+        (api, identity) as `record_catalogue` counted it, gets this P and s."""
         saved = 0
         for name, (before, after) in tokens.items():
             counters = self._counters(name)
@@ -284,8 +345,40 @@ class Stats:
             self.last_catalogue_tokens = first_before - deferred.get(first, (0, 0))[0]
             self.last_tokens_saved = saved
             self.last_tokens_at = self.clock()
+            if catalogue is not None:
+                api, identity = catalogue
+                count = self.catalogues.get(api, {}).get(identity)
+                if count is not None:
+                    count.catalogue_tokens, count.tokens_saved = self.last_catalogue_tokens, saved
         self._series_point()[2] += saved
         return saved
+
+    def record_catalogue(
+        self, api: str, identity: bytes, catalogues: Sequence[CatalogueFacts]
+    ) -> None:
+        """One request of `api` that carried these catalogues (`identity`: drift.identity_of
+        them). A new one, with the table full, takes the place of the least requested (the
+        oldest of those): the most requested stay, whatever a flood of new ones does."""
+        table = self.catalogues.get(api)
+        if table is None:
+            table = self.catalogues[api] = {}
+        count = table.get(identity)
+        if count is None:
+            if len(table) >= CATALOGUES_PER_API:
+                del table[min(table, key=lambda key: table[key].requests)]
+            tools = sum(len(c.tools.names) for c in catalogues)
+            count = table[identity] = CatalogueCount(tools, sum(c.size for c in catalogues))
+        count.requests += 1
+
+    def _catalogues_snapshot(self) -> dict[str, list[dict[str, Any]]]:
+        read, write = self.read_multiplier, self.write_multiplier
+        return {
+            api: sorted(
+                (count.snapshot(identity, read, write) for identity, count in table.items()),
+                key=_most_requested,
+            )
+            for api, table in sorted(self.catalogues.items())
+        }
 
     def record_usage(self, usage: Usage | None, tokens_saved: int = 0) -> None:
         """Usage the upstream reported for one response; None counts as unavailable."""
@@ -443,6 +536,7 @@ class Stats:
                 "catalogue_tokens": self.last_catalogue_tokens,
                 "tokens_saved_per_request": self.last_tokens_saved,
                 "warm_break_even_requests": self.break_even_requests(),
+                "by_api": self._catalogues_snapshot(),
             },
             "timings": {
                 "proxy_overhead_seconds": self.overhead.snapshot(),
