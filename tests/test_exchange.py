@@ -26,10 +26,12 @@ from proxy_harness import (
     raw_url,
     settings_for,
     stats_of,
+    tools_span,
     total_is,
 )
 from toolslim.app import FORWARDING
-from toolslim.exchange import Exchange, Ledger
+from toolslim.exchange import Exchange, Ledger, Transport, is_model_call
+from toolslim.facts import digest
 from toolslim.pipeline import Pipeline
 from toolslim.routing import route_request
 from toolslim.stats import Stats
@@ -255,3 +257,120 @@ async def test_a_flood_of_new_catalogues_is_tokenized_within_a_bound_and_the_res
     snapshot = await stats_of(client, server, total_is(flood))
     assert snapshot["requests"]["tokens_pending"] == 0
     assert snapshot["components"]["toolschema"]["tokens_saved"] > 0
+
+
+# --- what a model call is: only those owe a usage -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "transport", "asks_a_model"),
+    [
+        ("POST", "/v1/messages?beta=true", "http", True),
+        ("POST", "/anthropic/v1/messages", "http", True),
+        ("POST", "/v1/chat/completions", "http", True),
+        ("POST", "/v1beta/openai/chat/completions", "http", True),
+        ("POST", "/v1/responses", "http", True),
+        ("WS", "/v1/responses", "websocket", True),
+        ("POST", "/v1beta/models/gemini-2.5-pro:generateContent", "http", True),
+        ("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", "http", True),
+        ("HEAD", "/", "http", False),
+        ("GET", "/", "http", False),
+        ("HEAD", "/v1/messages", "http", False),
+        ("GET", "/v1/models", "http", False),
+        ("GET", "/v1beta/models", "http", False),
+        ("GET", "/v1/responses/resp_123", "http", False),
+        ("POST", "/v1/messages/count_tokens", "http", False),
+        ("POST", "/v1/messages/batches", "http", False),
+        ("POST", "/v1beta/models/gemini-2.5-pro:countTokens", "http", False),
+        ("POST", "/v1/embeddings", "http", False),
+    ],
+)
+def test_a_model_call_is_a_post_to_an_api_s_generation_path_or_a_response_create(
+    method: str, target: str, transport: Transport, asks_a_model: bool
+) -> None:
+    route = route_request(target, {}, settings_for("http://127.0.0.1:9"))
+    exchange = Exchange(route, method, target.partition("?")[0], 0.0, transport)
+    assert is_model_call(exchange) is asks_a_model
+
+
+async def test_usage_unavailable_counts_only_model_calls_whose_answer_reported_none(
+    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    server = await proxy()
+    no_usage = {"X-Fake": "status:200"}  # an answer with an error body: no usage in it
+    # Probes, listings, token counts: their answers report no usage, and owe none.
+    for method, path, body in [
+        ("HEAD", "/", None),
+        ("GET", "/", None),
+        ("GET", "/v1/models", None),
+        ("GET", "/v1beta/models", None),
+        ("POST", "/v1/messages/count_tokens", dumps(ANTHROPIC)),
+        ("POST", "/v1beta/models/m:countTokens", dumps(GEMINI)),
+    ]:
+        async with client.request(
+            method, server.make_url(path), data=body, headers=no_usage
+        ) as response:
+            await response.read()
+    # An upgrade the upstream does not take: answered 426, a connection and not a call.
+    with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+        await client.ws_connect(server.make_url("/v1/responses"))
+    assert refused.value.status == 426
+    snapshot = await stats_of(client, server, total_is(6))
+    assert snapshot["usage"]["usage_unavailable"] == 0
+    assert snapshot["usage"]["responses_with_usage"] == 0
+
+    # Model calls answered without a usage: each is one.
+    for path, status in [
+        ("/v1/messages", 529),
+        ("/v1/chat/completions", 500),
+        ("/v1/responses", 429),
+        ("/v1beta/models/m:streamGenerateContent?alt=sse", 503),
+    ]:
+        headers = {"X-Fake": f"status:{status}"}
+        url = raw_url(server, path)
+        async with client.post(url, data=dumps(ANTHROPIC), headers=headers) as response:
+            assert response.status == status
+    async with client.post(server.make_url("/v1/messages"), data=dumps(ANTHROPIC)) as response:
+        await response.read()  # and one with its usage
+    async with client.get(server.make_url("/v1/models")) as response:
+        await response.read()  # a usage read from any answer is counted (the fake sends one)
+    snapshot = await stats_of(client, server, total_is(12))
+    assert snapshot["requests"]["total"] == 12
+    assert snapshot["usage"]["usage_unavailable"] == 4
+    assert snapshot["usage"]["responses_with_usage"] == 2
+
+
+# --- the break-even is said for the catalogue each API's requests carry most ----------------
+
+
+async def test_the_break_even_per_api_is_that_of_its_most_requested_catalogue_end_to_end(
+    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    server = await proxy()
+    usual = dumps(ANTHROPIC)
+    tools = [{"name": name, "input_schema": SCHEMA} for name in ("read_file", "write_file")]
+    other = dumps({**ANTHROPIC, "tools": tools})
+    calls = [("/v1/messages", usual)] * 3 + [("/v1/messages", other)]
+    calls += [("/v1/messages/count_tokens", other)] * 3  # no model call: not counted for it
+    for count, (path, body) in enumerate(calls, start=1):
+        async with client.post(server.make_url(path), data=body) as response:
+            await response.read()
+        snapshot = await stats_of(client, server, total_is(count))
+        if count == 1:
+            first = snapshot["cache"]
+    cache = snapshot["cache"]
+    assert cache["catalogue_tokens"] != first["catalogue_tokens"]  # the latest is the other one
+    start, end = tools_span(usual)
+    [top, then] = cache["by_api"]["anthropic"]
+    assert top == {
+        "catalogue": digest(usual[start:end]).hex()[:12],
+        "tools": 1,
+        "bytes": end - start,
+        "requests": 3,
+        "catalogue_tokens": first["catalogue_tokens"],
+        "tokens_saved_per_request": first["tokens_saved_per_request"],
+        "warm_break_even_requests": first["warm_break_even_requests"],
+    }
+    assert (then["tools"], then["requests"]) == (2, 1)
+    assert then["catalogue_tokens"] == cache["catalogue_tokens"]
+    assert list(cache["by_api"]) == ["anthropic"]

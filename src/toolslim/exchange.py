@@ -19,6 +19,7 @@ from typing import Final, Literal
 import orjson
 
 from toolslim import advice, drift, logs, tokens
+from toolslim.catalog import Api
 from toolslim.facts import CatalogueFacts
 from toolslim.pipeline import ComponentRun, RunReport, cached_tokens, count_tokens
 from toolslim.routing import Route
@@ -33,6 +34,17 @@ WARNED: Final = 1024  # (advisory, catalogue) pairs remembered as warned about
 
 Tokens = Mapping[str, tuple[int, int]]  # component -> (tokens before, tokens after)
 Transport = Literal["http", "websocket"]
+Catalogue = tuple[str, bytes]  # (api, identity): what Stats counts a request's catalogues by
+
+# The calls that ask a model for an answer, per API: how the path ends (prefix stripped, no
+# query). Their responses report the usage a provider bills; nothing else's does (a HEAD or
+# GET probe, /v1/models, a token count, a batch), so only these count as usage_unavailable.
+MODEL_CALLS: Final[Mapping[Api, tuple[str, ...]]] = {
+    "anthropic": ("/v1/messages",),
+    "gemini": (":generateContent", ":streamGenerateContent"),
+    "openai-chat": ("/chat/completions",),
+    "openai-responses": ("/v1/responses",),
+}
 
 
 @dataclass(slots=True)
@@ -61,6 +73,17 @@ class Exchange:
     observer: UsageObserver | UsageReader | None = None
     disconnected: bool = False
     failure: str = ""  # upstream error kind, if any
+
+
+def is_model_call(exchange: Exchange) -> bool:
+    """Whether the exchange asked a model for an answer: a `response.create` on a WebSocket,
+    or a POST to one of MODEL_CALLS. An upgrade is none: the relay counts its messages."""
+    if exchange.transport == "websocket":
+        return True
+    ends = MODEL_CALLS.get(exchange.route.api)
+    if ends is None or exchange.method != "POST":
+        return False
+    return exchange.route.target.partition("?")[0].endswith(ends)
 
 
 class Ledger:
@@ -146,15 +169,17 @@ class Ledger:
             transport=exchange.transport,
         )
         observer = exchange.observer
-        responded = observer is not None
+        model_call = is_model_call(exchange)
+        owed = observer is not None and model_call  # a response that should have said its usage
         usage = observer.finish() if observer is not None else None
+        catalogue = None
         if exchange.report.catalogues:
-            self._decide(exchange, exchange.report.catalogues, usage)
+            catalogue = self._decide(exchange, exchange.report.catalogues, usage, model_call)
         if exchange.tokens is None:
-            self._record_tokens(exchange.counted, usage, responded)
+            self._record_tokens(exchange.counted, usage, owed, catalogue)
         else:
             exchange.tokens.add_done_callback(
-                lambda done: self._tokens_counted(done, usage, responded)
+                lambda done: self._tokens_counted(done, usage, owed, catalogue)
             )
         if exchange.sent:
             stats.observe_overhead(exchange.overhead)
@@ -162,11 +187,20 @@ class Ledger:
             self._log(exchange, exchange.report)
 
     def _decide(
-        self, exchange: Exchange, catalogues: Sequence[CatalogueFacts], usage: Usage | None
-    ) -> None:
+        self,
+        exchange: Exchange,
+        catalogues: Sequence[CatalogueFacts],
+        usage: Usage | None,
+        model_call: bool,
+    ) -> Catalogue:
         """Drift in the request's session and the advisories it carries, from the facts of its
-        catalogues (made once per catalogue) and a few headers: memo-hit cost."""
+        catalogues (made once per catalogue) and a few headers: memo-hit cost. A model call
+        is counted for its catalogue (a token count reads no cache); its tokens are recorded
+        with the (api, identity) returned."""
         stats, tracker, api = self.stats, self.drift, exchange.route.api
+        identity = drift.identity_of(catalogues)
+        if model_call:
+            stats.record_catalogue(api, identity, catalogues)
         session = tracker.session(exchange.route.target, exchange.headers, exchange.body)
         change = tracker.observe(session, api, catalogues, usage, stats.clock())
         if change is not None:
@@ -175,7 +209,8 @@ class Ledger:
                 self._info(_change_line(change))
         for name, size in advice.advise(api, exchange.headers, exchange.body, catalogues):
             stats.record_advice(name, size)
-            self._warn_once(name, drift.identity_of(catalogues), exchange)
+            self._warn_once(name, identity, exchange)
+        return api, identity
 
     def _warn_once(self, name: advice.Advice, catalogue: bytes, exchange: Exchange) -> None:
         """One WARNING per advisory and catalogue (of the last WARNED pairs warned about)."""
@@ -198,7 +233,8 @@ class Ledger:
         self,
         done: asyncio.Future[dict[str, tuple[int, int]]],
         usage: Usage | None,
-        responded: bool,
+        owed: bool,
+        catalogue: Catalogue | None,
     ) -> None:
         self.pending.discard(done)
         counted = None
@@ -207,13 +243,19 @@ class Ledger:
                 log.warning("token counting failed: %r", exc)
             else:
                 counted = done.result()
-        self._record_tokens(counted, usage, responded)
+        self._record_tokens(counted, usage, owed, catalogue)
 
-    def _record_tokens(self, counted: Tokens | None, usage: Usage | None, responded: bool) -> None:
-        """The catalogue tokens of one request, then its usage (whose savings need them) when
-        the response reached the client."""
-        saved = self.stats.record_tokens(counted) if counted else 0
-        if responded:
+    def _record_tokens(
+        self,
+        counted: Tokens | None,
+        usage: Usage | None,
+        owed: bool,
+        catalogue: Catalogue | None,
+    ) -> None:
+        """The catalogue tokens of one request, then its usage (whose savings need them): as
+        read, or unavailable if the response reached the client from a model call."""
+        saved = self.stats.record_tokens(counted, catalogue) if counted else 0
+        if usage is not None or owed:
             self.stats.record_usage(usage, saved)
 
     def _log(self, exchange: Exchange, report: RunReport) -> None:
