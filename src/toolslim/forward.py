@@ -349,6 +349,11 @@ class Forwarder:
         exchange.observer = observer  # the response reached the client: its usage is counted
         stats.stream_opened()
         idle = self.settings.timeouts.idle_chunk
+        # A compressed answer is observed on the worker thread once it is whole: inflating a
+        # copy is the one observation whose cost the upstream, not the size, decides.
+        elsewhere = self.offload is not None and bool(upstream.headers.get("Content-Encoding"))
+        kept: list[bytes] | None = []  # None: no room for the copy, usage is unavailable
+        held = 0
         try:
             spent = 0.0
             while True:
@@ -372,16 +377,46 @@ class Forwarder:
                 except ConnectionError:
                     exchange.disconnected = True
                     return response
-                observer.feed(chunk)
+                if not elsewhere:
+                    observer.feed(chunk)
+                elif kept is not None and self.budget.take(len(chunk)):  # held to the budget
+                    kept.append(chunk)
+                    held += len(chunk)
+                elif kept is not None:
+                    self.budget.give(held)
+                    held, kept = 0, None
                 spent += time.perf_counter() - got
             exchange.overhead += spent
             try:
                 await response.write_eof()
             except ConnectionError:
                 exchange.disconnected = True
+            if kept:
+                await self.observe_elsewhere(exchange, observer, kept)
             return response
         finally:
             stats.stream_closed()
+            self.budget.give(held)
+
+    async def observe_elsewhere(
+        self, exchange: Exchange, observer: UsageObserver, chunks: list[bytes]
+    ) -> None:
+        """Feed a whole compressed answer's copy to its observer on the worker thread, and
+        finish it there: the Ledger's `finish()` then only reads the result."""
+
+        def observe() -> None:
+            for chunk in chunks:
+                observer.feed(chunk)
+            observer.finish()
+
+        assert self.offload is not None
+        try:
+            await self.offload.run(observe)  # None when the worker is full: usage unavailable
+        except asyncio.CancelledError:
+            # The client left after the last byte while the worker reads the copy: the
+            # Ledger gets an observer of its own, which saw nothing (usage unavailable).
+            exchange.observer = UsageObserver(exchange.route.api, None, None)
+            raise
 
     def failed(self, exchange: Exchange, exc: BaseException) -> web.Response:
         """Count an upstream failure before response headers; the error in the API's shape."""
