@@ -399,7 +399,7 @@ async def run(args: argparse.Namespace) -> int:
         print(
             f"proxy pid {proxy.pid}, RLIMIT_NOFILE {FILES}; pinned: {pin}; {args.seconds:g} s each"
         )
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(3.0)  # past the proxy's start-up
         names = ["idle", *[n for n in ABUSES if not args.only or n in args.only.split(",")]]
         for name in names:
             stop, peak = asyncio.Event(), [0.0]

@@ -273,6 +273,29 @@ async def test_while_heavy_bodies_are_decoded_every_other_client_is_answered(
         assert all(answer.startswith(b"HTTP/1.1 200") for answer in await asyncio.gather(*heavy))
 
 
+async def test_an_answer_that_inflates_without_end_is_relayed_exactly_and_its_usage_unread(
+    aiohttp_server: Any,
+) -> None:
+    bomb = gzip.compress(b" " * (64 << 20), compresslevel=9)  # 64 MiB of spaces, ~64 KB
+
+    async def answer(request: web.Request) -> web.Response:
+        await request.read()
+        headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+        return web.Response(body=bomb, headers=headers)
+
+    bomber = web.Application()
+    bomber.router.add_route("*", "/{tail:.*}", answer)
+    server = await aiohttp_server(bomber)
+    async with served(settings_for(f"http://127.0.0.1:{server.port}")) as (app, port):
+        async with aiohttp.ClientSession(timeout=TIMEOUT, auto_decompress=False) as session:
+            for _ in range(3):
+                url = f"http://127.0.0.1:{port}/v1/messages"
+                async with session.post(url, data=dumps(ANTHROPIC)) as response:
+                    assert await response.read() == bomb
+        await until(lambda: app[DOOR].stats.usage_unavailable == 3)
+        assert app[DOOR].stats.responses_with_usage == 0
+
+
 async def test_a_body_over_max_catalogue_bytes_is_forwarded_untouched_as_too_large(
     upstream: FakeUpstream,
 ) -> None:
