@@ -24,6 +24,7 @@ PURE = [
     "facts",
     "fleet",
     "memo",
+    "optiondocs",
     "options",
     "pipeline",
     "routing",

@@ -27,15 +27,8 @@ from toolslim.checks import (
     proxy_for,
     usable_cpus,
 )
-from toolslim.options import (
-    DEFAULTS,
-    LAYOUT,
-    OPTION,
-    OPTIONS,
-    Option,
-    render_docs,
-    render_example,
-)
+from toolslim.optiondocs import render_docs, render_example
+from toolslim.options import DEFAULTS, LAYOUT, OPTION, OPTIONS, Option
 
 __all__ = [
     "DEFAULTS",

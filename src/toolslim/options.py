@@ -1,13 +1,12 @@
-"""The option table: each option declared once (mitmproxy's options.py habit), and the two files
-derived from it, config.example.yaml and docs/configuration.md.
+"""The option table: each option declared once (mitmproxy's options.py habit).
 
-Parsing (config.load_settings), the error messages, the cli's flags and --help all read it.
+Parsing (config.load_settings), the error messages, the cli's flags and --help, and the two
+files `optiondocs` writes (config.example.yaml, docs/configuration.md) all read it.
 """
 
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -75,7 +74,7 @@ class Option:
     @property
     def default_text(self) -> str:
         """The default as YAML spells it on one line."""
-        return _yaml_text(self.default)
+        return yaml_text(self.default)
 
 
 OPTIONS: Final[tuple[Option, ...]] = (
@@ -498,83 +497,6 @@ def _yaml_layout() -> dict[str, Option | dict[str, Option]]:
 LAYOUT: Final = _yaml_layout()
 
 
-def _yaml_text(value: Any) -> str:
+def yaml_text(value: Any) -> str:
     text: str = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1 << 20)
     return text.removesuffix("...\n").strip()
-
-
-def _spellings(option: Option) -> list[str]:
-    """How to set `option` besides the file, as the example's comments and docs say it."""
-    spellings = []
-    if option.flag is not None and option.type == "bool":
-        spellings.append(f"{option.flag}/--no-{option.flag.removeprefix('--')}")
-    elif option.flag is not None and option.per_key:
-        spellings.append(f"{option.flag} {option.type.upper()}")
-    elif option.flag is not None:
-        spellings.append(option.flag)
-    if option.env is not None:
-        spellings.append(option.env)
-    return spellings
-
-
-def _comment(text: str, indent: str) -> list[str]:
-    lines = textwrap.wrap(
-        text, width=100 - len(indent) - 2, break_long_words=False, break_on_hyphens=False
-    )
-    return [f"{indent}# {line}" for line in lines]
-
-
-_EXAMPLE_HEADER: Final = (
-    "toolslim configuration: every key with its default. Pass it with `toolslim serve --config "
-    "FILE` (or TOOLSLIM_CONFIG=FILE). Precedence: flags > environment > this file > defaults. "
-    "An unknown key is an error; so is a bad value in any layer, even one a flag overrides "
-    "(the message names the key and the value). Generated from toolslim.config.OPTIONS."
-)
-
-
-def render_example() -> str:
-    """config.example.yaml: every option at its default, its doc and spellings as comments."""
-    lines = _comment(_EXAMPLE_HEADER, "")
-    for key, entry in LAYOUT.items():
-        lines.append("")
-        options = {key: entry} if isinstance(entry, Option) else entry
-        indent = "" if isinstance(entry, Option) else "  "
-        if indent:
-            lines.append(f"{key}:")
-        for sub, option in options.items():
-            spellings = ", ".join(_spellings(option))
-            lines += _comment(f"{option.doc} ({spellings})" if spellings else option.doc, indent)
-            if option.per_key and option.default:
-                lines.append(f"{indent}{sub}:")
-                lines += [f"{indent}  {k}: {_yaml_text(v)}" for k, v in option.default.items()]
-            else:
-                lines.append(f"{indent}{sub}: {option.default_text}")
-    return "\n".join(lines) + "\n"
-
-
-_DOCS_HEADER: Final = """\
-# Configuration
-
-Settings come from flags, then environment variables, then a YAML file (`--config FILE` or
-`TOOLSLIM_CONFIG`), then the defaults. Every given value is validated once at start-up, also one
-that a later layer overrides; an unknown key or a bad value stops the proxy with an error that
-names the key, variable or flag and repeats the value (never a secret). `toolslim report` reads
-the same file and takes `--pipeline` and the two `--cache-*-multiplier` flags.
-
-This table and [config.example.yaml](../config.example.yaml) are generated from
-`toolslim.config.OPTIONS`; a test holds them equal.
-
-| YAML key | Type | Default | Flag, environment | What it does |
-|---|---|---|---|---|
-"""
-
-
-def render_docs() -> str:
-    """docs/configuration.md: one table row per option."""
-    rows = []
-    for option in OPTIONS:
-        default = "`" + option.default_text.replace("|", "\\|") + "`"
-        spellings = ", ".join(f"`{s}`" for s in _spellings(option))
-        doc = option.doc.replace("*", "\\*")  # /v1/messages* is a path, not emphasis
-        rows.append(f"| `{option.yaml}` | {option.type} | {default} | {spellings} | {doc} |")
-    return _DOCS_HEADER + "\n".join(rows) + "\n"
