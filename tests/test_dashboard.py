@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import math
+import re
 import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -21,7 +23,7 @@ from urllib.parse import unquote
 import pytest
 from aiohttp import web
 
-from test_stats import mixed_stats
+from test_stats import FakeClock, mixed_stats
 from toolslim.pipeline import skipped_report
 from toolslim.stats import Stats
 
@@ -135,10 +137,20 @@ def page_stats(driver: Any) -> list[tuple[str, str, str]]:
     return [(path, fmt, text) for path, fmt, text in rows]
 
 
+def page_texts(driver: Any) -> list[tuple[str, str]]:
+    """(data-text, text) of every value on the page that is text (a catalogue's name)."""
+    rows: list[list[str]] = driver.execute_script(
+        "return [...document.querySelectorAll('[data-text]')]"
+        ".map(e => [e.dataset.text, e.textContent.trim()]);"
+    )
+    return [(path, text) for path, text in rows]
+
+
 def lookup(snapshot: dict[str, Any], path: str) -> Any:
+    """The value at a page's path: segments are keys (percent-escaped) or list indices."""
     value: Any = snapshot
     for segment in path.split("."):
-        value = value[unquote(segment)]
+        value = value[int(segment)] if isinstance(value, list) else value[unquote(segment)]
     return value
 
 
@@ -164,6 +176,9 @@ def assert_page_matches(driver: Any, snapshot: dict[str, Any]) -> set[str]:
             text,
             value,
         )
+    for path, text in page_texts(driver):
+        value = lookup(snapshot, path)
+        assert text == (value if isinstance(value, str) and value else "—"), (path, text)
     return {path for path, _, _ in shown}
 
 
@@ -630,3 +645,175 @@ def test_stats_metrics_and_the_dashboard_of_the_running_proxy_agree_on_drift_and
         assert f'toolslim_catalogue_changes_total{{kind="{kind}"}} {float(count)}' in metrics
     advice = 'toolslim_advice_requests_total{advice="claude_code_tool_search_off"} 4.0'
     assert advice in metrics
+
+
+# ---- one 24-hour clock, a chart from the process's start, a break-even that names its catalogue
+
+HHMMSS = re.compile(r"\d\d:\d\d:\d\d")
+
+
+@contextmanager
+def twelve_hour_utc(driver: Any) -> Iterator[None]:
+    """The browser in en-US (whose own time format is 12-hour) and UTC, while in the block."""
+    driver.execute_cdp_cmd("Emulation.setLocaleOverride", {"locale": "en-US"})
+    driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "UTC"})
+    try:
+        yield
+    finally:
+        driver.execute_cdp_cmd("Emulation.setLocaleOverride", {})
+        driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ""})
+
+
+def utc_clock(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
+
+
+def chart_times(driver: Any) -> list[str]:
+    """The chart's time-axis labels, left to right, then the time each bar's title names."""
+    found: list[str] = driver.execute_script(
+        "const svg = document.querySelector('#chart svg');"
+        "return [...svg.querySelectorAll('text.time')].map(e => e.textContent).concat("
+        "[...svg.querySelectorAll('rect.bar title')].map(e => e.textContent.split(' · ')[0]));"
+    )
+    return found
+
+
+def snapshot_at(started: float, uptime: float) -> dict[str, Any]:
+    clock = FakeClock(started)
+    stats = Stats(["toolschema"], clock=clock)
+    clock.now = started + uptime
+    return stats.snapshot()
+
+
+def test_the_header_clock_and_the_chart_tell_the_same_24_hour_time(
+    driver: Any, snapshot: dict[str, Any], open_server: StatsServer
+) -> None:
+    with twelve_hour_utc(driver):
+        driver.get(f"{open_server.url}/dashboard")
+        wait_for_state(driver, "live")
+        now = snapshot["started_at"] + snapshot["uptime_seconds"]
+        own = driver.execute_script(f"return new Date({now * 1000}).toLocaleTimeString()")
+        assert own.endswith("PM")  # the browser's own format would say 1:47:45 PM
+        header = driver.find_element(By.ID, "status-text").text
+        assert header == f"live · updated {utc_clock(now)}" == "live · updated 13:47:45"
+        times = chart_times(driver)
+        assert times and all(HHMMSS.fullmatch(t) for t in times), times
+        interval = snapshot["series"]["interval_seconds"]
+        assert times[0] == utc_clock(snapshot["started_at"] // interval * interval)
+        assert times[2] == utc_clock(now // interval * interval)  # the last slot is now's
+        bars = {utc_clock(p["t"]) for p in snapshot["series"]["points"] if p["requests"]}
+        assert set(times[3:]) == bars
+        shown = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#drift-recent time")]
+        assert shown == [utc_clock(e["time"]) for e in reversed(snapshot["drift"]["recent"])]
+
+
+@pytest.mark.parametrize(
+    ("uptime", "slots"),
+    [(0, 1), (95, 10), (7200, 360)],
+    ids=["just-started", "started-95-s-ago", "up-for-2-hours"],
+)
+def test_the_chart_starts_in_the_interval_the_process_started_in(
+    driver: Any, uptime: float, slots: int
+) -> None:
+    started = 1_000_003.0  # 13:46:43 UTC: in the interval that starts at 13:46:40
+    snapshot = snapshot_at(started, uptime)
+    browser_errors(driver)  # read, so that only this page's count
+    with twelve_hour_utc(driver), serve(StatsServer(snapshot)) as server:
+        driver.get(f"{server.url}/dashboard")
+        wait_for_state(driver, "live")
+        chart = driver.find_element(By.CSS_SELECTOR, "#chart svg")
+        assert int(chart.get_attribute("data-slots")) == slots
+        first = started // 10 * 10 if slots < 360 else (started + uptime) // 10 * 10 - 3590
+        assert chart_times(driver)[0] == utc_clock(first)
+        assert browser_errors(driver) == []
+
+
+def test_the_break_even_card_names_each_api_s_most_requested_catalogue(
+    page: Any, snapshot: dict[str, Any], tmp_path: Path
+) -> None:
+    by_api = snapshot["cache"]["by_api"]
+    busiest = max(by_api, key=lambda api: snapshot["requests"]["by_api"][api])
+    top = by_api[busiest][0]
+    card = page.find_element(By.CSS_SELECTOR, ".kpi.break-even")
+    big = card.find_element(By.ID, "break-even")
+    assert big.get_attribute("data-stat") == f"cache.by_api.{busiest}.0.warm_break_even_requests"
+    said = card.find_element(By.ID, "break-even-for").text
+    assert f"for {busiest}'s most requested catalogue {top['catalogue']}" in said
+    assert f"{top['tools']} tools · {top['requests']} calls" in said
+    rows = page.find_elements(By.CSS_SELECTOR, "#break-even-by-api tr[data-api]")
+    assert [row.get_attribute("data-api") for row in rows] == ["anthropic", "openai-chat"]
+    for row in rows:
+        api = row.get_attribute("data-api")
+        assert by_api[api][0]["catalogue"] in row.text
+    shown = assert_page_matches(page, snapshot)
+    for api in by_api:
+        for key in ("requests", "tools", "catalogue_tokens", "tokens_saved_per_request"):
+            assert f"cache.by_api.{api}.0.{key}" in shown
+        assert f"cache.by_api.{api}.0.warm_break_even_requests" in shown
+    screenshot(page, tmp_path / "dashboard-break-even.png")
+
+
+def test_before_any_catalogue_the_card_says_it_would_be_the_latest_and_the_table_is_empty(
+    driver: Any,
+) -> None:
+    snapshot = Stats(["toolschema"]).snapshot()
+    with serve(StatsServer(snapshot)) as server:
+        driver.get(f"{server.url}/dashboard")
+        wait_for_state(driver, "live")
+        big = driver.find_element(By.ID, "break-even")
+        assert big.get_attribute("data-stat") == "cache.warm_break_even_requests"
+        assert big.text == "—"
+        assert "latest compacted catalogue" in driver.find_element(By.ID, "break-even-for").text
+        table = driver.find_element(By.ID, "break-even-by-api").text
+        assert table == "no model call carried a catalogue yet"
+
+
+def test_the_running_proxy_s_dashboard_names_the_catalogue_and_counts_no_probe_as_a_call(
+    driver: Any, tmp_path: Path
+) -> None:
+    import json
+    import time
+    import urllib.request
+
+    from test_drift import BASH, READ, anthropic_body
+
+    usual, other = anthropic_body([READ, BASH], 0), anthropic_body([BASH], 0)
+    with running_proxy() as url:
+        for method, body in (
+            [("HEAD", None), ("HEAD", None)] + [("POST", usual)] * 3 + [("POST", other)]
+        ):
+            target = f"{url}/v1/messages" if body else f"{url}/"
+            request = urllib.request.Request(target, data=body, method=method)
+            request.add_header("X-Usage", json.dumps({"input_tokens": 3, "output_tokens": 1}))
+            with urllib.request.urlopen(request, timeout=10) as response:
+                response.read()
+        deadline = time.monotonic() + 5
+        while True:
+            with urllib.request.urlopen(f"{url}/stats", timeout=10) as response:
+                snapshot = json.load(response)
+            requests = snapshot["requests"]
+            if (requests["total"] == 6 and requests["tokens_pending"] == 0) or (
+                time.monotonic() > deadline
+            ):
+                break
+            time.sleep(0.05)
+        with twelve_hour_utc(driver):
+            driver.get(f"{url}/dashboard")
+            wait_for_state(driver, "live")
+            assert_page_matches(driver, snapshot)
+            said = driver.find_element(By.ID, "break-even-for").text
+            header = driver.find_element(By.ID, "status-text").text
+            times = chart_times(driver)
+            screenshot(driver, tmp_path / "dashboard-running-proxy-break-even.png")
+    assert snapshot["usage"] == {
+        **snapshot["usage"],
+        "usage_unavailable": 0,  # the HEAD probes owed no usage
+        "responses_with_usage": 4,
+    }
+    [top, then] = snapshot["cache"]["by_api"]["anthropic"]
+    assert (top["requests"], top["tools"], then["requests"], then["tools"]) == (3, 2, 1, 1)
+    assert f"for anthropic's most requested catalogue {top['catalogue']} · 2 tools · 3 calls" in (
+        said
+    )
+    assert HHMMSS.fullmatch(header.removeprefix("live · updated ")), header
+    assert times[0] == utc_clock(snapshot["started_at"] // 10 * 10)

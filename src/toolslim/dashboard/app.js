@@ -81,6 +81,8 @@
     return value;
   }
 
+  const formatText = (value) => (typeof value === 'string' && value ? value : '—');
+
   function formatValue(value, format) {
     if (typeof value !== 'number' || !Number.isFinite(value)) return '—';
     const f = FORMATS[format] ? format : 'int';
@@ -89,6 +91,8 @@
 
   const stat = (path, format = 'int') =>
     el('span', { 'data-stat': path, 'data-format': format, text: '—' });
+  // A value that is text (a catalogue's name): data-text names its snapshot path.
+  const textStat = (tag, path) => el(tag, { 'data-text': path, text: '—' });
 
   function humanBytes(n) {
     if (typeof n !== 'number' || n <= 0) return '';
@@ -113,8 +117,13 @@
     return `${s}s`;
   }
 
-  const timeOfDay = { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' };
-  const clock = (t) => new Date(t * 1000).toLocaleTimeString([], timeOfDay);
+  // One 24-hour clock, HH:MM:SS local time, for the header, the chart and the drift list:
+  // written out, not left to the locale (en-US would say 1:04:05 PM in one place only).
+  const two = (n) => String(n).padStart(2, '0');
+  function clock(t) {
+    const d = new Date(t * 1000);
+    return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  }
 
   // ---- status line and token form
 
@@ -395,6 +404,69 @@
     }
   }
 
+  // The APIs whose model calls carried a catalogue, the busiest first: each has its own
+  // break-even, for the catalogue its calls carry most (cache.by_api.<api>, the first).
+  function breakEvenApis(snapshot) {
+    const byApi = (snapshot.cache && snapshot.cache.by_api) || {};
+    const requests = snapshot.requests.by_api || {};
+    return Object.keys(byApi)
+      .filter((api) => byApi[api].length)
+      .sort((a, b) => (requests[b] || 0) - (requests[a] || 0) || a.localeCompare(b));
+  }
+
+  function renderBreakEven(snapshot) {
+    const apis = breakEvenApis(snapshot);
+    const top = (api, key) => pathOf('cache', 'by_api', api, '0', key);
+    const big = $('#break-even');
+    const said = $('#break-even-for');
+    if (apis.length) {
+      const [api] = apis;
+      big.dataset.stat = top(api, 'warm_break_even_requests');
+      const more = apis.length - 1;
+      said.replaceChildren(
+        'for ', el('strong', { text: api }), "'s most requested catalogue ",
+        textStat('code', top(api, 'catalogue')),
+        ' · ', stat(top(api, 'tools')), ' tools · ', stat(top(api, 'requests')), ' calls',
+        more ? ` (${more} more API${more > 1 ? 's' : ''} below)` : '',
+      );
+    } else {
+      big.dataset.stat = 'cache.warm_break_even_requests';
+      const none = 'to repay one cache re-anchor, for the latest compacted catalogue';
+      said.replaceChildren(none);
+    }
+    const rows = $('#break-even-by-api');
+    rows.replaceChildren();
+    if (!apis.length) {
+      const none = 'no model call carried a catalogue yet';
+      rows.append(el('tr', {}, el('td', { colspan: '4', class: 'muted', text: none })));
+    }
+    for (const api of apis) {
+      rows.append(
+        el(
+          'tr',
+          { 'data-api': api },
+          el(
+            'th',
+            { scope: 'row' },
+            el('span', { class: 'api', text: api }),
+            el(
+              'span',
+              { class: 'catalogue muted' },
+              textStat('code', top(api, 'catalogue')), ' · ', stat(top(api, 'tools')), ' tools',
+            ),
+          ),
+          el('td', {}, stat(top(api, 'requests'))),
+          el(
+            'td',
+            {},
+            stat(top(api, 'catalogue_tokens')), ' / ', stat(top(api, 'tokens_saved_per_request')),
+          ),
+          el('td', {}, stat(top(api, 'warm_break_even_requests'), 'dec1')),
+        ),
+      );
+    }
+  }
+
   function primaryComponent(snapshot) {
     const names = Object.keys(snapshot.components || {});
     return names.includes(PRIMARY_COMPONENT) ? PRIMARY_COMPONENT : names[0];
@@ -416,9 +488,13 @@
     renderComponents(snapshot);
     renderAdvice(snapshot);
     renderDrift(snapshot);
+    renderBreakEven(snapshot);
 
     for (const node of document.querySelectorAll('[data-stat]')) {
       node.textContent = formatValue(lookup(snapshot, node.dataset.stat), node.dataset.format);
+    }
+    for (const node of document.querySelectorAll('[data-text]')) {
+      node.textContent = formatText(lookup(snapshot, node.dataset.text));
     }
 
     const memo = snapshot.memo;
@@ -430,6 +506,9 @@
     $('#foot').hidden = false;
     drawChart(snapshot);
   }
+
+  // The proxy's time when it made the snapshot: what the header's clock says.
+  const snapshotTime = (snapshot) => snapshot.started_at + snapshot.uptime_seconds;
 
   // ---- chart: requests (bars) and tokens saved (line) per series interval, two panels
 
@@ -450,12 +529,12 @@
     const points = series.points || [];
     const width = Math.max(240, host.clientWidth);
     const height = width < 480 ? 200 : 240;
-    const now = snapshot.started_at + snapshot.uptime_seconds;
-    let end = Math.floor(now / interval) * interval;
+    let end = Math.floor(snapshotTime(snapshot) / interval) * interval;
     if (points.length) end = Math.max(end, points[points.length - 1].t);
-    // Show the whole retained series (at most 360 slots), and never less than 30 slots.
-    const first = points.length ? points[0].t : end;
-    const start = Math.max(end - 359 * interval, Math.min(first, end - 29 * interval));
+    // From the interval the process started in (nothing can precede it), to now: at most
+    // the 360 points /stats keeps.
+    const born = Math.floor(snapshot.started_at / interval) * interval;
+    const start = Math.max(end - 359 * interval, Math.min(born, end));
     const slots = Math.round((end - start) / interval) + 1;
     const requests = new Array(slots).fill(0);
     const tokens = new Array(slots).fill(0);
@@ -481,11 +560,12 @@
       height,
       viewBox: `0 0 ${width} ${height}`,
       role: 'img',
-      'aria-label': `Requests and tokens saved per ${interval} s, last ${slots} intervals`,
+      'aria-label': `Requests and tokens saved per ${interval} s, from ${clock(start)}`,
       'data-points': drawn,
       'data-slots': slots,
     });
 
+    const labels = []; // drawn last, over the bars of the first slots
     const axis = (top, max, label) => {
       for (const fraction of [0, 0.5, 1]) {
         const y = top + panel - fraction * panel;
@@ -494,14 +574,15 @@
         const tick = { class: 'tick', x: left - 6, y: y + 4, 'text-anchor': 'end', text };
         root.append(svg('text', tick));
       }
-      root.append(svg('text', { class: 'panel-label', x: left + 4, y: top + 11, text: label }));
+      labels.push(svg('text', { class: 'panel-label', x: left + 4, y: top + 11, text: label }));
     };
 
     // Top panel: requests as bars.
     const top1 = 8;
     const maxRequests = niceMax(Math.max(...requests));
     axis(top1, maxRequests, 'requests');
-    const barWidth = Math.max(1, slotWidth - (slotWidth > 4 ? 1 : 0));
+    // A few slots (a proxy just started) make wide slots: a bar stays bar-shaped.
+    const barWidth = Math.max(1, Math.min(48, slotWidth - (slotWidth > 4 ? 1 : 0)));
     requests.forEach((n, i) => {
       if (!n) return;
       const h = (n / maxRequests) * panel;
@@ -538,15 +619,18 @@
       root.append(dot);
     });
 
-    // Time axis: first, middle and last slot.
+    // Time axis: first, middle and last slot (fewer when there are fewer slots).
     const baseline = height - 5;
-    [0, Math.floor((slots - 1) / 2), slots - 1].forEach((i, k) => {
-      const anchor = ['start', 'middle', 'end'][k];
-      const at = k === 0 ? left : k === 2 ? width - right : x(i);
-      const text = clock(start + i * interval);
-      root.append(svg('text', { class: 'tick', x: at, y: baseline, 'text-anchor': anchor, text }));
-    });
+    for (const i of new Set([0, Math.floor((slots - 1) / 2), slots - 1])) {
+      const last = i === slots - 1 && i > 0;
+      const anchor = i === 0 ? 'start' : last ? 'end' : 'middle';
+      const at = i === 0 ? left : last ? width - right : x(i);
+      const label = clock(start + i * interval);
+      const tick = { class: 'tick time', x: at, y: baseline, 'text-anchor': anchor, text: label };
+      root.append(svg('text', tick));
+    }
 
+    root.append(...labels);
     if (!drawn) {
       root.append(
         svg('text', {
@@ -592,7 +676,7 @@
       $('#content').hidden = false;
       render(snapshot);
       lastSnapshot = snapshot;
-      setStatus('live', `live · updated ${new Date().toLocaleTimeString()}`);
+      setStatus('live', `live · updated ${clock(snapshotTime(snapshot))}`);
     } catch (error) {
       const timedOut = error && error.name === 'AbortError';
       const reason = timedOut ? 'request timed out' : (error && error.message) || String(error);
