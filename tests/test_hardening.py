@@ -540,3 +540,25 @@ async def test_unfinished_uploads_hold_no_more_memory_than_the_buffer_budget(
         proxy.kill()
     assert connections["buffered_bytes"] <= 16 << 20
     assert grown < 16 + 40, grown
+
+
+async def test_failed_accepts_are_logged_at_most_once_a_second_with_a_count(
+    serve: Callable[..., Serve], client: aiohttp.ClientSession
+) -> None:
+    # A limit set above what the descriptors allow: accept() itself fails (EMFILE).
+    proxy = serve("max_connections: 1000\n", files=80)
+    writers = []
+    try:
+        await proxy.ready(client)
+        for _ in range(150):
+            _, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writers.append(writer)
+        await asyncio.sleep(2.5)  # asyncio retries the accepts every second meanwhile
+    finally:
+        for writer in writers:
+            writer.close()
+        proxy.kill()
+    lines = [line for line in proxy.log().splitlines() if "cannot accept" in line]
+    assert 1 <= len(lines) <= 5, lines
+    assert "[Errno 24] Too many open files" in lines[0]
+    assert any("more like it" in line for line in lines[1:]) or len(lines) == 1

@@ -182,3 +182,20 @@ async def raw_exchange(port: int, request: bytes) -> bytes:
         return await asyncio.wait_for(reader.read(), 5)
     finally:
         writer.close()
+
+
+async def test_a_websocket_upgrade_is_held_to_the_same_rules(
+    upstream: FakeUpstream, proxy: Proxy
+) -> None:
+    server = await proxy()
+    upgrade = (
+        b"Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    )
+    for request in (
+        b"GET /openai/%2e%2e/v1/responses HTTP/1.1\r\n" + upgrade + b"\r\n",
+        b"GET /v1/responses HTTP/1.1\r\n" + upgrade + b"x-api-key: sk-\xff\r\n\r\n",
+    ):
+        answer = await raw_exchange(server.port, request)
+        assert answer.startswith(b"HTTP/1.1 400"), answer[:60]
+    assert upstream.received == []
