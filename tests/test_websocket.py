@@ -547,3 +547,27 @@ async def test_an_error_event_ends_its_response_and_counts_with_the_status_it_na
     assert snapshot["requests"]["total"] == 1
     assert snapshot["requests"]["by_status"]["4xx"] == 1
     assert snapshot["usage"]["usage_unavailable"] == 1
+
+
+async def test_a_response_create_over_max_catalogue_bytes_goes_on_untouched_as_too_large(
+    ws_upstream: Upstream, aiohttp_server: Any, client: aiohttp.ClientSession
+) -> None:
+    proxy = await start_proxy(aiohttp_server, ws_upstream.url, max_catalogue_bytes=1000)
+    sent = create(ANNOTATED, note="x" * 2000)
+    async with client.ws_connect(proxy.make_url("/v1/responses")) as ws:
+        await ws.send_str(sent.decode())
+        await receive_until_completed(ws)
+    assert ws_upstream.texts() == [sent]
+    snapshot = await stats_of(client, proxy, total_is(1))
+    assert snapshot["components"]["toolschema"]["skip_reasons"] == {"too_large": 1}
+
+
+async def test_a_large_response_create_is_compacted_as_a_small_one_is(
+    ws_upstream: Upstream, aiohttp_server: Any, client: aiohttp.ClientSession
+) -> None:
+    proxy = await start_proxy(aiohttp_server, ws_upstream.url)
+    sent = create(ANNOTATED, note="x" * (2 * 1024 * 1024))  # heavy: the worker thread's
+    async with client.ws_connect(proxy.make_url("/v1/responses"), max_msg_size=0) as ws:
+        await ws.send_str(sent.decode())
+        await receive_until_completed(ws)
+    assert ws_upstream.texts() == [Pipeline(["toolschema"]).run(sent, "openai-responses").body]

@@ -197,7 +197,7 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
             max_catalogue=settings.max_catalogue_bytes,
         )
         entrance.relay = Relay(
-            settings, state.pipeline, state.stats, websockets, ledger, state.capture
+            settings, state.pipeline, state.stats, websockets, ledger, state.capture, offload
         )
         yield
         await entrance.relay.wait_closed()

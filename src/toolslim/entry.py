@@ -31,6 +31,7 @@ from toolslim.toolorder import ToolOrder, reorder_raw
 Outcome = Literal["applied", "skipped", "error"]
 # Why a component left a request alone; stats and metrics count skips by these strings.
 SkipReason = Literal[
+    "busy",
     "duplicate_keys",
     "in_order",
     "no_body",

@@ -240,7 +240,7 @@ class Ledger:
         counted = None
         if not done.cancelled():
             if (exc := done.exception()) is not None:
-                log.warning("token counting failed: %r", exc)
+                log.warning("token counting failed: %s", logs.describe(exc))
             else:
                 counted = done.result()
         self._record_tokens(counted, usage, owed, catalogue)

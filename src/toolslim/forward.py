@@ -264,14 +264,10 @@ class Forwarder:
         if signed(headers):
             return self.pipeline.skip(body, "signed"), (body,)
         limit, api, largest = self.settings.max_body_bytes, exchange.route.api, self.max_catalogue
-        offload = self.offload
-        on_loop = offload is not None
-        done = transform(body, headers, self.pipeline, limit, api, largest, on_loop=on_loop)
-        if done is not None:
-            return done
-        assert offload is not None
-        done = await offload.run(transform, body, headers, offload.pipeline, limit, api, largest)
-        return done if done is not None else (self.pipeline.skip(body, BUSY), (body,))
+        if self.offload is None:  # served without a worker thread (tests): all on the loop
+            done = transform(body, headers, self.pipeline, limit, api, largest)
+            return done if done is not None else (self.pipeline.skip(body, BUSY), (body,))
+        return await self.offload.transform(body, headers, self.pipeline, limit, api, largest)
 
     async def stalled(self, request: web.Request, exchange: Exchange) -> web.StreamResponse:
         """408 and close: the client stopped sending its body (nginx's client_body_timeout)."""

@@ -14,7 +14,11 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final, ParamSpec, TypeVar
 
+from multidict import CIMultiDict
+
+from toolslim.catalog import Api
 from toolslim.pipeline import Pipeline
+from toolslim.transform import BUSY, Transformed, transform
 
 # Jobs queued or running at once; beyond, the caller does without (a body goes on untouched,
 # skipped `busy`). Each one's body is also held to the buffer budget (limits.BufferBudget).
@@ -57,6 +61,23 @@ class Offload:
 
     def _one_less(self) -> None:
         self.jobs -= 1
+
+    async def transform(
+        self,
+        body: bytes,
+        headers: CIMultiDict[str],
+        pipeline: Pipeline,
+        limit: int,
+        api: Api,
+        max_catalogue: int,
+    ) -> Transformed:
+        """`transform.transform` for every transport: on the loop (with the loop's `pipeline`)
+        when it is light, else on this thread; untouched, skipped busy, when the queue is full."""
+        done = transform(body, headers, pipeline, limit, api, max_catalogue, on_loop=True)
+        if done is None:
+            args = (body, headers, self.pipeline, limit, api, max_catalogue)
+            done = await self.run(transform, *args)
+        return done if done is not None else (pipeline.skip(body, BUSY), (body,))
 
     def close(self) -> None:
         """Drop the queued jobs; the running one ends by itself."""

@@ -6,7 +6,7 @@ Must not import aiohttp or prometheus_client.
 
 from __future__ import annotations
 
-from typing import Final, cast
+from typing import Final
 
 from multidict import CIMultiDict
 
@@ -28,9 +28,8 @@ ON_LOOP_CODED: Final = 64 * KiB
 # The largest decoded body the pipeline looks at (the `max_catalogue_bytes` setting): its
 # parse is one call that holds the interpreter, on whatever thread, about 2 ms per MiB.
 MAX_CATALOGUE_BYTES: Final[int] = DEFAULTS["max_catalogue_bytes"]
-# A body the worker thread could not take: forwarded untouched. (entry.SkipReason does not
-# list it yet; the stats count skip reasons as strings.)
-BUSY: Final = cast(SkipReason, "busy")
+# A body the buffer budget or the worker thread could not take: forwarded untouched.
+BUSY: Final[SkipReason] = "busy"
 
 Transformed = tuple[RunReport, tuple[Piece, ...]]
 

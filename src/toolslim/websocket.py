@@ -39,6 +39,7 @@ from toolslim.envelope import joined
 from toolslim.errors import HeadersTimeout, translate
 from toolslim.exchange import Exchange, Ledger
 from toolslim.forward import error_response
+from toolslim.offload import Offload
 from toolslim.pipeline import Pipeline
 from toolslim.routing import HOP_BY_HOP, REQUEST_REBUILT, Route, drop_hop_by_hop, route_request
 from toolslim.stats import Stats
@@ -197,7 +198,7 @@ class Connection:
             self.last = asyncio.get_running_loop().time()
             kind = msg.type
             if kind is WSMsgType.TEXT:
-                data = msg.data if upstream_side else self._rewrite(msg.data)
+                data = msg.data if upstream_side else await self._rewrite(msg.data)
                 await sink.send_frame(data, WSMsgType.TEXT)
                 if upstream_side and self._observe(data):
                     return
@@ -246,9 +247,10 @@ class Connection:
                 with contextlib.suppress(Exception):
                     await leg.close(code=code, message=reason)
 
-    def _rewrite(self, data: bytes) -> bytes:
-        """A client's text message: a `response.create` goes through the pipeline and is
-        counted as a request; any other message goes on as it is."""
+    async def _rewrite(self, data: bytes) -> bytes:
+        """A client's text message: a `response.create` goes through the pipeline as an HTTP
+        body does (on the worker thread when heavy) and is counted as a request; any other
+        message goes on as it is."""
         if event_type(data) != b"response.create":
             return data
         relay = self.relay
@@ -257,12 +259,20 @@ class Connection:
         exchange = Exchange(
             self.route, "WS", path, received, "websocket", self.request.headers, data
         )
-        report, pieces = message(data, data, None, relay.pipeline, "openai-responses")
+        limit, largest = relay.settings.max_body_bytes, relay.settings.max_catalogue_bytes
+        if relay.offload is None:
+            report, pieces = message(data, data, None, relay.pipeline, "openai-responses")
+        else:
+            report, pieces = await relay.offload.transform(
+                data, CIMultiDict(), relay.pipeline, limit, "openai-responses", largest
+            )
         exchange.report = report
         out = data if pieces == (data,) else joined(pieces)
         exchange.bytes_in, exchange.bytes_out = len(data), len(out)
         for component, text in report.errors:
-            log.warning("component %s failed on %s: %s", component, exchange.path, text)
+            # The error's type only: its message may quote the body.
+            kind = text.partition(":")[0]
+            log.warning("component %s failed on %s: %s", component, exchange.path, kind)
         if report.applied:
             relay.ledger.start_counting(exchange, report)
         if relay.recorder is not None:
@@ -352,6 +362,7 @@ class Relay:
     session: ClientSession  # its own: the status check above applies to upgrades only
     ledger: Ledger
     recorder: capture.Recorder | None
+    offload: Offload | None = None  # None transforms every message on the loop
     connections: set[Connection] = field(default_factory=set)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
