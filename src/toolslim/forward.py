@@ -48,14 +48,14 @@ log = logging.getLogger(__name__)
 # less than a send of the headers on their own (and a packet for the upstream to wake for).
 ONE_WRITE: Final = 128 * 1024
 # A larger one goes in slices of this, each written once the one before has left: the
-# transport copies what the socket does not take at once, and a 31 MB copy in one go was
-# ~10 ms of the loop.
+# transport copies what the socket does not take at once, and one copy of a whole huge body
+# would hold the loop (bench/abuse_bench.py).
 WRITE_SLICE: Final = 1024 * 1024
 
 # Decoded bytes the usage observer inflates from a compressed response before it gives up
-# (usage is then unavailable): it decodes on the loop, about 5 ms per MiB of a bomb's spaces,
-# so a small answer that inflates without end costs the other clients at most ~20 ms. Real
-# answers are far smaller: even a long streamed one is a few MB of events.
+# (usage is then unavailable): it decodes on the loop, so this bounds what a small answer
+# that inflates without end costs the other clients. Real answers are far smaller: even a
+# long streamed one is a few MB of events.
 OBSERVED_DECODED: Final = 4 * 1024 * 1024
 
 Body = Payload | AsyncIterator[bytes] | None

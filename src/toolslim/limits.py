@@ -349,8 +349,8 @@ class Door:
         every one has sent them, the one idle longest between requests.
 
         Not the oldest of both: one turn of the loop accepts up to a backlog of connections,
-        so under a flood of them, a keep-alive client between two requests 10 ms apart would
-        be older than every newcomer. A client that has sent a whole request is the one that
+        so under a flood of them, a keep-alive client between two quick requests would be
+        older than every newcomer. A client that has sent a whole request is the one that
         proved it is prompt.
         """
         queue = self._reading or self._idle
@@ -408,9 +408,9 @@ class Door:
 
 
 # Connections accepted per turn of the event loop; the rest wait in the kernel's queue for the
-# next turn. asyncio accepts up to a whole backlog in one callback, ~100 us of work each (a
-# protocol, a parser, a task): a burst of 1,000 connects stalled every client ~150 ms. nginx
-# accepts one per event by default (multi_accept off).
+# next turn. asyncio accepts up to a whole backlog in one callback, each with a protocol, a
+# parser and a task to make, so a burst of connects would stall every client (figures in
+# bench/README.md). nginx accepts one per event by default (multi_accept off).
 ACCEPTS_PER_TURN: Final = 8
 
 

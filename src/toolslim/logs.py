@@ -79,8 +79,8 @@ _CONTEXT: Final = "\nDuring handling of the above exception, another exception o
 
 class LineFormatter(logging.Formatter):
     """logging's own line, with its date and time formatted once a second instead of once a
-    line (time.strftime was 4 us of each request's log call, measured in the proxy), and
-    tracebacks by `safe_traceback`."""
+    line (time.strftime was a large part of each request's log call), and tracebacks by
+    `safe_traceback`."""
 
     def formatException(
         self,
@@ -137,7 +137,7 @@ class BatchedLines(logging.StreamHandler[TextIO]):
         (the FORMAT of `configure`), without making the record.
 
         For the one line per request: logging's way to it (a LogRecord, a dozen calls through
-        Logger, Handler and Formatter) cost the proxy ~20 us per request in situ. The caller
+        Logger, Handler and Formatter) cost more than the rest of the line's work. The caller
         checks the logger's level; `configure` put no filter anywhere that this would skip.
         """
         created = time.time()

@@ -19,14 +19,14 @@ from toolslim.pipeline import Pipeline, RunReport
 
 KiB: Final = 1024
 MiB: Final = 1024 * KiB
-# The largest body the event loop decodes and walks itself: about 2 ms of work per MiB (a
-# full parse, bench/compact_bench.py), so a few ms at most. A larger one, or a compressed one
-# larger than ON_LOOP_CODED (decoding tiny gzip members costs ~2 ms per 20 KB), goes to the
-# worker thread (offload.Offload).
+# The largest body the event loop decodes and walks itself (its cost grows with its size: a
+# full parse, bench/compact_bench.py). A larger one, or a compressed one larger than
+# ON_LOOP_CODED (tiny gzip members cost far more per byte to decode), goes to the worker
+# thread (offload.Offload).
 ON_LOOP_BYTES: Final = 1 * MiB
 ON_LOOP_CODED: Final = 64 * KiB
 # The largest decoded body the pipeline looks at (the `max_catalogue_bytes` setting): its
-# parse is one call that holds the interpreter, on whatever thread, about 2 ms per MiB.
+# parse is one call that holds the interpreter, on whatever thread.
 MAX_CATALOGUE_BYTES: Final[int] = DEFAULTS["max_catalogue_bytes"]
 # A body the buffer budget or the worker thread could not take: forwarded untouched.
 BUSY: Final[SkipReason] = "busy"
