@@ -16,6 +16,7 @@ PURE = [
     "advice",
     "codings",
     "compact",
+    "counters",
     "entry",
     "envelope",
     "errors",

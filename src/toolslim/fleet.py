@@ -15,7 +15,8 @@ from typing import Any, Final
 
 import orjson
 
-from toolslim.stats import RECENT_CHANGES, Stats, merge_catalogues, percentile
+from toolslim.counters import merge_catalogues, percentile
+from toolslim.stats import RECENT_CHANGES, Stats
 
 State = dict[str, Any]  # JSON: {"id", "pid", "latest_at", "snapshot"}, as one worker publishes
 

@@ -39,8 +39,8 @@ from toolslim.checks import (
     upstream_proxy,
     workers,
 )
+from toolslim.counters import READ_MULTIPLIER, WRITE_MULTIPLIER
 from toolslim.pipeline import MEMO_SIZE
-from toolslim.stats import READ_MULTIPLIER, WRITE_MULTIPLIER
 
 
 @dataclass(frozen=True, slots=True)

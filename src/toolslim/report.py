@@ -17,12 +17,12 @@ from typing import Any, TextIO
 import orjson
 
 from toolslim.catalog import deferred_tools, leaf_tools, serialize
+from toolslim.counters import break_even, percentile
 from toolslim.entry import parse_catalogue
 from toolslim.envelope import is_additional_tools
 from toolslim.pipeline import Pipeline, RunReport, TokenTotals
 from toolslim.pipeline import count_tokens as pipeline_tokens
 from toolslim.schema import JSON
-from toolslim.stats import break_even, percentile
 from toolslim.tables import LOSSY, PERCENTILES, render
 from toolslim.tokens import count_tokens
 
