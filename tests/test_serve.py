@@ -92,3 +92,43 @@ def test_serving_hides_start_up_objects_from_the_collector_and_collects_young_on
         " gc.get_threshold()[1:] == before[1:])\n"
     )
     assert python_output(code).split() == ["True", "True", "True"]
+
+
+async def test_one_process_on_uvloop_serves_requests_through_the_door(
+    upstream: FakeUpstream, client: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    pytest.importorskip("uvloop", reason="uvloop is an extra: pip install 'toolslim[uvloop]'")
+    port = closed_port()
+    config = tmp_path / "toolslim.yaml"
+    config.write_text(
+        f"listen: {{host: 127.0.0.1, port: {port}}}\n"
+        f"upstreams: {{anthropic: '{upstream.url}/a'}}\n"
+        "event_loop: uvloop\n"
+    )
+    code = "import sys; from toolslim import config, serving; "
+    code += "sys.exit(serving.serve(config.load_settings(sys.argv[1], {}, {})))"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                async with client.get(f"{base}/healthz") as response:
+                    if response.status == 200:
+                        break
+            except aiohttp.ClientConnectionError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                await asyncio.sleep(0.05)
+        async with client.post(f"{base}/v1/messages", data=dumps(ANTHROPIC)) as response:
+            assert response.status == 200
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(asyncio.to_thread(process.wait), 15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(5)
+        _, err = process.communicate(timeout=5)
+    assert b"ERROR" not in err and b"Traceback" not in err

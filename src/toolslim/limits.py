@@ -18,7 +18,7 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -128,8 +128,8 @@ class Connection(asyncio.Protocol):
         self.since = 0.0  # when it entered its state (the door's loop clock)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (write, close), whatever its class: uvloop's are not asyncio's.
+        self.transport = cast(asyncio.Transport, transport)
         if not self._door.arrived(self):
             self.inner = None  # refused: aiohttp never hears of it
             return
