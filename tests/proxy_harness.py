@@ -7,9 +7,13 @@ import asyncio
 import dataclasses
 import gzip
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -308,3 +312,49 @@ def assert_error_shape(api: str, status: int, body: dict[str, Any], words: str) 
     assert words in message
     for leak in ("127.0.0.1", "http", KEY):
         assert leak not in message
+
+
+SERVE = (
+    "import sys; from toolslim import config, serving; "
+    "sys.exit(serving.serve(config.load_settings(sys.argv[1], {}, {})))"
+)
+
+
+def serve_process(folder: Path, yaml: str) -> tuple[subprocess.Popen[bytes], str]:
+    """`toolslim serve` in a child process on a free port, with `yaml` after its listen
+    section; the process and its base URL."""
+    port = closed_port()
+    config = folder / "toolslim.yaml"
+    config.write_text(f"listen: {{host: 127.0.0.1, port: {port}}}\n{yaml}")
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVE, str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    return process, f"http://127.0.0.1:{port}"
+
+
+async def wait_healthy(
+    client: aiohttp.ClientSession, base: str, process: subprocess.Popen[bytes]
+) -> None:
+    """Until the child answers /healthz (15 s at most, and not once it has exited)."""
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            async with client.get(f"{base}/healthz") as response:
+                if response.status == 200:
+                    return
+        except aiohttp.ClientConnectionError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise
+            await asyncio.sleep(0.05)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> str:
+    """Kill the child if it still runs; what it wrote to stderr."""
+    if process.poll() is None:
+        process.kill()
+        process.wait(5)
+    _, err = process.communicate(timeout=5)
+    return err.decode()

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import aiohttp
@@ -19,8 +15,10 @@ from proxy_harness import (
     KEY,
     TIMEOUT,
     FakeUpstream,
-    closed_port,
     dumps,
+    serve_process,
+    stop_process,
+    wait_healthy,
 )
 
 # --- graceful shutdown (a real `serve` process and a real SIGTERM) ---------------------------
@@ -29,34 +27,11 @@ from proxy_harness import (
 async def test_sigterm_stops_accepting_lets_the_stream_in_flight_finish_and_exits_0(
     upstream: FakeUpstream, client: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
-    port = closed_port()
-    config = tmp_path / "toolslim.yaml"
-    config.write_text(
-        f"listen: {{host: 127.0.0.1, port: {port}}}\n"
-        f"upstreams: {{anthropic: '{upstream.url}/a'}}\n"
-        "shutdown_grace: 10\n"
-    )
-    code = "import sys; from toolslim import config, serving; "
-    code += "sys.exit(serving.serve(config.load_settings(sys.argv[1], {}, {})))"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, str(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
+    process, base = serve_process(
+        tmp_path, f"upstreams: {{anthropic: '{upstream.url}/a'}}\nshutdown_grace: 10\n"
     )
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                async with client.get(f"{base}/healthz") as response:
-                    if response.status == 200:
-                        break
-            except aiohttp.ClientConnectionError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise
-                await asyncio.sleep(0.05)
+        await wait_healthy(client, base, process)
         headers = {"X-Fake": "sse:6:200", "x-api-key": KEY}
         async with client.post(f"{base}/v1/messages", data=dumps(ANTHROPIC), headers=headers) as r:
             assert await r.content.readline() == b"event: message_start\n"
@@ -71,11 +46,7 @@ async def test_sigterm_stops_accepting_lets_the_stream_in_flight_finish_and_exit
         returncode = await asyncio.wait_for(asyncio.to_thread(process.wait), 15)
         assert returncode == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(5)
-        _, err = process.communicate(timeout=5)
-    log = err.decode()
+        log = stop_process(process)
     assert "POST /v1/messages upstream=anthropic api=anthropic status=200" in log
     assert KEY not in log
 
@@ -98,37 +69,15 @@ async def test_one_process_on_uvloop_serves_requests_through_the_door(
     upstream: FakeUpstream, client: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
     pytest.importorskip("uvloop", reason="uvloop is an extra: pip install 'toolslim[uvloop]'")
-    port = closed_port()
-    config = tmp_path / "toolslim.yaml"
-    config.write_text(
-        f"listen: {{host: 127.0.0.1, port: {port}}}\n"
-        f"upstreams: {{anthropic: '{upstream.url}/a'}}\n"
-        "event_loop: uvloop\n"
-    )
-    code = "import sys; from toolslim import config, serving; "
-    code += "sys.exit(serving.serve(config.load_settings(sys.argv[1], {}, {})))"
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    process, base = serve_process(
+        tmp_path, f"upstreams: {{anthropic: '{upstream.url}/a'}}\nevent_loop: uvloop\n"
     )
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                async with client.get(f"{base}/healthz") as response:
-                    if response.status == 200:
-                        break
-            except aiohttp.ClientConnectionError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise
-                await asyncio.sleep(0.05)
+        await wait_healthy(client, base, process)
         async with client.post(f"{base}/v1/messages", data=dumps(ANTHROPIC)) as response:
             assert response.status == 200
         process.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(asyncio.to_thread(process.wait), 15) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(5)
-        _, err = process.communicate(timeout=5)
-    assert b"ERROR" not in err and b"Traceback" not in err
+        err = stop_process(process)
+    assert "ERROR" not in err and "Traceback" not in err

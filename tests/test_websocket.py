@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +25,12 @@ from proxy_harness import (
     SCHEMA,
     TIMEOUT,
     closed_port,
+    serve_process,
     settings_for,
     stats_of,
+    stop_process,
     total_is,
+    wait_healthy,
 )
 from toolslim.app import make_app
 from toolslim.pipeline import Pipeline
@@ -461,33 +461,11 @@ async def test_sigterm_lets_the_response_in_flight_finish_then_closes_the_websoc
     app = web.Application()
     app.router.add_get("/{tail:.*}", slow)
     upstream = await aiohttp_server(app)
-    port = closed_port()
-    config = tmp_path / "toolslim.yaml"
-    config.write_text(
-        f"listen: {{host: 127.0.0.1, port: {port}}}\n"
-        f"upstreams: {{openai: 'http://127.0.0.1:{upstream.port}'}}\n"
-        "shutdown_grace: 10\n"
-    )
-    code = "import sys; from toolslim import config, serving; "
-    code += "sys.exit(serving.serve(config.load_settings(sys.argv[1], {}, {})))"
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, str(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    process, base = serve_process(
+        tmp_path, f"upstreams: {{openai: 'http://127.0.0.1:{upstream.port}'}}\nshutdown_grace: 10\n"
     )
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                async with client.get(f"{base}/healthz") as response:
-                    if response.status == 200:
-                        break
-            except aiohttp.ClientConnectionError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise
-                await asyncio.sleep(0.05)
+        await wait_healthy(client, base, process)
         async with client.ws_connect(f"{base}/v1/responses") as ws:
             await ws.send_str(create(ANNOTATED).decode())
             assert json.loads((await ws.receive(timeout=5)).data)["type"] == "response.created"
@@ -501,11 +479,8 @@ async def test_sigterm_lets_the_response_in_flight_finish_then_closes_the_websoc
         returncode = await asyncio.wait_for(asyncio.to_thread(process.wait), 15)
         assert returncode == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(5)
-        _, err = process.communicate(timeout=5)
-    assert "WS /v1/responses upstream=openai api=openai-responses status=200" in err.decode()
+        err = stop_process(process)
+    assert "WS /v1/responses upstream=openai api=openai-responses status=200" in err
 
 
 @pytest.mark.parametrize(
