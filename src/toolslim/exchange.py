@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 import orjson
 
-from toolslim import advice, drift, logs, tokens
+from toolslim import advice, capture, drift, logs, tokens
 from toolslim.catalog import Api
 from toolslim.facts import CatalogueFacts
 from toolslim.pipeline import ComponentRun, RunReport, cached_tokens, count_tokens
@@ -86,6 +86,21 @@ def is_model_call(exchange: Exchange) -> bool:
     return exchange.route.target.partition("?")[0].endswith(ends)
 
 
+def record(recorder: capture.Recorder, exchange: Exchange, forwarded: bytes) -> None:
+    """Queue the request for the capture (non-blocking; it redacts credentials in the headers
+    and the query): the body as received and as forwarded."""
+    path, _, query = exchange.route.target.partition("?")
+    recorder.record(
+        method=exchange.method,
+        path=path,
+        query=query,
+        upstream=exchange.route.upstream.name,
+        headers=exchange.headers or {},
+        body=exchange.body,
+        forwarded=forwarded,
+    )
+
+
 class Ledger:
     """Counts finished exchanges into Stats: pipeline and request together (so the totals
     always agree), catalogue tokens when counted (off the loop, on one owned thread), usage,
@@ -137,6 +152,17 @@ class Ledger:
         )
         self.pending.add(future)
         exchange.tokens = future
+
+    def transformed(self, exchange: Exchange, report: RunReport) -> None:
+        """What every transport does once the pipeline ran on a request: say which components
+        failed (by the error's type only: a message may quote the body), and find its
+        catalogue tokens."""
+        exchange.report = report
+        for component, message in report.errors:
+            kind = message.partition(":")[0]
+            log.warning("component %s failed on %s: %s", component, exchange.path, kind)
+        if report.applied:
+            self.start_counting(exchange, report)
 
     def finish(self, exchange: Exchange) -> None:
         """Count the exchange right after the loop's current turn, with the others of it."""

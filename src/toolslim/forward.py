@@ -25,9 +25,9 @@ from toolslim.config import Settings
 from toolslim.entry import SkipReason
 from toolslim.envelope import Piece, joined
 from toolslim.errors import HeadersTimeout, error_body, refusal_body, translate
-from toolslim.exchange import Exchange, Ledger
+from toolslim.exchange import Exchange, Ledger, record
 from toolslim.limits import MAX_BUFFERED_BYTES, BufferBudget, ClientLimits
-from toolslim.offload import Offload
+from toolslim.offload import Offload, transformed
 from toolslim.pipeline import Pipeline
 from toolslim.routing import (
     HOP_BY_HOP,
@@ -39,7 +39,7 @@ from toolslim.routing import (
 )
 from toolslim.sse import UsageObserver
 from toolslim.stats import Stats
-from toolslim.transform import BUSY, MAX_CATALOGUE_BYTES, Transformed, transform
+from toolslim.transform import BUSY, MAX_CATALOGUE_BYTES, Transformed
 from toolslim.watchdog import Patrol, Watchdog
 
 log = logging.getLogger(__name__)
@@ -180,28 +180,12 @@ class Forwarder:
             exchange.report = pipeline.skip(body, "no_body")
             return None
         report, forwarded = await self.transform(body, headers, exchange)
-        exchange.report, exchange.body = report, body
+        exchange.body = body
+        self.ledger.transformed(exchange, report)  # tokens counted off the loop meanwhile
         payload = Pieces(forwarded)
         exchange.bytes_in, exchange.bytes_out = len(body), payload.length
-        for component, message in report.errors:
-            # The error's type only: its message may quote the body.
-            kind = message.partition(":")[0]
-            log.warning("component %s failed on %s: %s", component, exchange.path, kind)
-        if report.applied:
-            # A catalogue counted before is known at once; a new one is tokenized off the
-            # loop while the request goes upstream.
-            self.ledger.start_counting(exchange, report)
         if self.recorder is not None:
-            path, _, query = exchange.route.target.partition("?")
-            self.recorder.record(  # non-blocking; it redacts credentials in headers and query
-                method=exchange.method,
-                path=path,
-                query=query,
-                upstream=exchange.route.upstream.name,
-                headers=request.headers,
-                body=body,
-                forwarded=joined(forwarded),
-            )
+            record(self.recorder, exchange, joined(forwarded))
         return payload
 
     async def receive(
@@ -263,11 +247,10 @@ class Forwarder:
         worker thread (untouched, skipped busy, when its queue is full)."""
         if signed(headers):
             return self.pipeline.skip(body, "signed"), (body,)
-        limit, api, largest = self.settings.max_body_bytes, exchange.route.api, self.max_catalogue
-        if self.offload is None:  # served without a worker thread (tests): all on the loop
-            done = transform(body, headers, self.pipeline, limit, api, largest)
-            return done if done is not None else (self.pipeline.skip(body, BUSY), (body,))
-        return await self.offload.transform(body, headers, self.pipeline, limit, api, largest)
+        limit, api = self.settings.max_body_bytes, exchange.route.api
+        return await transformed(
+            self.offload, body, headers, self.pipeline, limit, api, self.max_catalogue
+        )
 
     async def stalled(self, request: web.Request, exchange: Exchange) -> web.StreamResponse:
         """408 and close: the client stopped sending its body (nginx's client_body_timeout)."""

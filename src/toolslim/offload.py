@@ -62,23 +62,28 @@ class Offload:
     def _one_less(self) -> None:
         self.jobs -= 1
 
-    async def transform(
-        self,
-        body: bytes,
-        headers: CIMultiDict[str],
-        pipeline: Pipeline,
-        limit: int,
-        api: Api,
-        max_catalogue: int,
-    ) -> Transformed:
-        """`transform.transform` for every transport: on the loop (with the loop's `pipeline`)
-        when it is light, else on this thread; untouched, skipped busy, when the queue is full."""
-        done = transform(body, headers, pipeline, limit, api, max_catalogue, on_loop=True)
-        if done is None:
-            args = (body, headers, self.pipeline, limit, api, max_catalogue)
-            done = await self.run(transform, *args)
-        return done if done is not None else (pipeline.skip(body, BUSY), (body,))
-
     def close(self) -> None:
         """Drop the queued jobs; the running one ends by itself."""
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+async def transformed(
+    offload: Offload | None,
+    body: bytes,
+    headers: CIMultiDict[str],
+    pipeline: Pipeline,
+    limit: int,
+    api: Api,
+    max_catalogue: int,
+) -> Transformed:
+    """`transform.transform` for every transport: on the loop (with the loop's `pipeline`) when
+    it is light, else on the worker thread; untouched, skipped busy, when its queue is full.
+    Without a worker thread (an app served in-process by tests) everything runs on the loop."""
+    done = transform(
+        body, headers, pipeline, limit, api, max_catalogue, on_loop=offload is not None
+    )
+    if done is None and offload is not None:
+        done = await offload.run(
+            transform, body, headers, offload.pipeline, limit, api, max_catalogue
+        )
+    return done if done is not None else (pipeline.skip(body, BUSY), (body,))

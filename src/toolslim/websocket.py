@@ -37,13 +37,12 @@ from toolslim import advice, capture
 from toolslim.config import Settings
 from toolslim.envelope import joined
 from toolslim.errors import HeadersTimeout, translate
-from toolslim.exchange import Exchange, Ledger
+from toolslim.exchange import Exchange, Ledger, record
 from toolslim.forward import error_response
-from toolslim.offload import Offload
+from toolslim.offload import Offload, transformed
 from toolslim.pipeline import Pipeline
 from toolslim.routing import HOP_BY_HOP, REQUEST_REBUILT, Route, drop_hop_by_hop, route_request
 from toolslim.stats import Stats
-from toolslim.transform import message
 from toolslim.usage import UsageReader
 
 log = logging.getLogger(__name__)
@@ -259,33 +258,21 @@ class Connection:
         exchange = Exchange(
             self.route, "WS", path, received, "websocket", self.request.headers, data
         )
-        limit, largest = relay.settings.max_body_bytes, relay.settings.max_catalogue_bytes
-        if relay.offload is None:
-            report, pieces = message(data, data, None, relay.pipeline, "openai-responses")
-        else:
-            report, pieces = await relay.offload.transform(
-                data, CIMultiDict(), relay.pipeline, limit, "openai-responses", largest
-            )
-        exchange.report = report
+        settings = relay.settings
+        report, pieces = await transformed(
+            relay.offload,
+            data,
+            CIMultiDict(),
+            relay.pipeline,
+            settings.max_body_bytes,
+            "openai-responses",
+            settings.max_catalogue_bytes,
+        )
+        relay.ledger.transformed(exchange, report)
         out = data if pieces == (data,) else joined(pieces)
         exchange.bytes_in, exchange.bytes_out = len(data), len(out)
-        for component, text in report.errors:
-            # The error's type only: its message may quote the body.
-            kind = text.partition(":")[0]
-            log.warning("component %s failed on %s: %s", component, exchange.path, kind)
-        if report.applied:
-            relay.ledger.start_counting(exchange, report)
         if relay.recorder is not None:
-            path, _, query = self.route.target.partition("?")
-            relay.recorder.record(
-                method="WS",
-                path=path,
-                query=query,
-                upstream=self.route.upstream.name,
-                headers=self.request.headers,
-                body=data,
-                forwarded=out,
-            )
+            record(relay.recorder, exchange, out)
         exchange.sent = True
         exchange.overhead = time.perf_counter() - received
         self.inflight.append(_Response(exchange, UsageReader("openai-responses")))
