@@ -22,6 +22,7 @@ each event loop (`--loops asyncio,uvloop`), all in one run: see `workers_main`.
 from __future__ import annotations
 
 import argparse
+import functools
 import http.client
 import json
 import os
@@ -411,14 +412,20 @@ def main() -> None:
         args.json.write_text(json.dumps([c.__dict__ for c in cells], indent=1))
 
 
+def cells_of(
+    cells: list[Cell], target: str, size: str, mode: str, conc: int, rep: int | None = None
+) -> list[Cell]:
+    """The runs of one target, size, mode and concurrency (of one repetition, if given)."""
+    return [
+        c
+        for c in cells
+        if (c.target, c.size, c.mode, c.conc) == (target, size, mode, conc)
+        and (rep is None or c.rep == rep)
+    ]
+
+
 def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> None:
-    def pick(target: str, size: str, mode: str, conc: int, rep: int | None = None) -> list[Cell]:
-        return [
-            c
-            for c in cells
-            if (c.target, c.size, c.mode, c.conc) == (target, size, mode, conc)
-            and (rep is None or c.rep == rep)
-        ]
+    pick = functools.partial(cells_of, cells)
 
     print()
     print(
@@ -668,13 +675,7 @@ def workers_report(
     modes: list[str],
     reps: int,
 ) -> None:
-    def pick(target: str, size: str, mode: str, conc: int, rep: int | None = None) -> list[Cell]:
-        return [
-            c
-            for c in cells
-            if (c.target, c.size, c.mode, c.conc) == (target, size, mode, conc)
-            and (rep is None or c.rep == rep)
-        ]
+    pick = functools.partial(cells_of, cells)
 
     print()
     print(

@@ -46,12 +46,14 @@ from proxy_bench import (
     children_cpu,
     cpu_ticks,
     free_port,
+    median,
     pinned,
     request,
     revision,
     rss_mb,
     self_cpu,
     stop,
+    upstream_stats,
     wait_idle,
     wait_until,
 )
@@ -286,13 +288,6 @@ async def http_run(
     return latencies
 
 
-def upstream_stats(port: int) -> dict[str, int]:
-    status, body = request(port, "/_bench/stats")
-    assert status == 200
-    stats: dict[str, int] = orjson.loads(body)
-    return stats
-
-
 async def verify(
     session: ClientSession,
     name: str,
@@ -407,10 +402,6 @@ def start_proxy(
 
     wait_until(up, f"toolslim {name} on port {port}")
     return process, port
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
 
 
 async def bench(args: argparse.Namespace, folder: Path) -> tuple[list[Run], dict[str, float]]:
