@@ -70,10 +70,10 @@ def transform(
             return pipeline.skip(body, "undecodable"), (body,)
     if max_catalogue is not None and len(decoded) > max_catalogue:
         return pipeline.skip(body, "too_large"), (body,)
-    return message(decoded, body, headers, pipeline, api)
+    return _message(decoded, body, headers, pipeline, api)
 
 
-def message(
+def _message(
     decoded: bytes, body: bytes, headers: CIMultiDict[str] | None, pipeline: Pipeline, api: Api
 ) -> Transformed:
     """Run the pipeline on a decoded body; `body` (as received) goes on when nothing changed."""
