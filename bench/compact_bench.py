@@ -27,7 +27,7 @@ from pathlib import Path
 
 import orjson
 
-from toolslim.pipeline import Pipeline
+from toolslim.core.pipeline import Pipeline
 
 CAPTURE = Path(__file__).resolve().parent.parent / "captures" / "claude-code.anthropic.json"
 SIZES = {"80KB": 80_000, "300KB": 300_000, "2MB": 2_000_000}

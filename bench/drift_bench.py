@@ -33,9 +33,9 @@ from typing import Any
 import orjson
 from multidict import CIMultiDict
 
-from toolslim import advice, drift
-from toolslim.pipeline import Pipeline, RunReport
-from toolslim.stats import Stats
+from toolslim.core.pipeline import Pipeline, RunReport
+from toolslim.observe import advice, drift
+from toolslim.observe.stats import Stats
 
 # (server, tools, annotation style): the published servers' tool counts (203 in all).
 SERVERS: tuple[tuple[str, int, str], ...] = (

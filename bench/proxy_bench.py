@@ -41,7 +41,7 @@ from typing import Any
 import fake_upstream
 from compact_bench import SIZES, bodies, catalogue
 
-from toolslim.pipeline import Pipeline
+from toolslim.core.pipeline import Pipeline
 
 HERE = Path(__file__).resolve().parent
 ROTATE = HERE / "rotate.lua"

@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import orjson
 
-from toolslim.sse import UsageObserver
-from toolslim.usage import Usage
+from toolslim.wire.sse import UsageObserver
+from toolslim.wire.usage import Usage
 
 SSE = "text/event-stream"
 WORDS = "the parser test passes now so we can run the linter and commit the refactor".split()

@@ -58,7 +58,7 @@ from proxy_bench import (
     wait_until,
 )
 
-from toolslim.pipeline import Pipeline
+from toolslim.core.pipeline import Pipeline
 
 HERE = Path(__file__).resolve().parent
 CODEX = HERE.parent / "captures" / "openai-responses.codex.json"

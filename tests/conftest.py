@@ -1,8 +1,11 @@
-"""Fixtures of the shell's end-to-end tests: the fake upstream, the proxy before it, a client."""
+"""Fixtures of the shell's end-to-end tests: the fake upstream, the proxy before it, a client;
+and the layer markers: a test is `unit`, `proxy` or `system` by the folder it stands in."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -10,7 +13,19 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from proxy_harness import TIMEOUT, FakeUpstream, Proxy, settings_for
-from toolslim.app import make_app
+from toolslim.proxy.app import make_app
+
+HERE = Path(__file__).resolve().parent
+LAYERS = ("unit", "proxy", "system")
+# Test modules import shared cases from one another across the layer folders.
+sys.path[1:1] = [str(HERE / layer) for layer in LAYERS]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        layer = item.path.relative_to(HERE).parts[0]
+        if layer in LAYERS:
+            item.add_marker(getattr(pytest.mark, layer))
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from aiohttp.test_utils import TestServer
 from multidict import CIMultiDictProxy
 from yarl import URL
 
-from toolslim.config import Settings, load_settings
+from toolslim.config.settings import Settings, load_settings
 
 TIMEOUT = aiohttp.ClientTimeout(total=15)
 KEY = "sk-ant-test-0123456789-do-not-log"
@@ -315,8 +315,8 @@ def assert_error_shape(api: str, status: int, body: dict[str, Any], words: str) 
 
 
 SERVE = (
-    "import sys; from toolslim import config, serving; "
-    "sys.exit(serving.serve(config.load_settings(sys.argv[1], {}, {})))"
+    "import sys; from toolslim.config import settings; from toolslim.serve import serving; "
+    "sys.exit(serving.serve(settings.load_settings(sys.argv[1], {}, {})))"
 )
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TextIO
 
 from toolslim import __version__
-from toolslim.config import OPTIONS, ConfigError, Option, Settings, load_settings
-from toolslim.pipeline import Pipeline
+from toolslim.config.settings import OPTIONS, ConfigError, Option, Settings, load_settings
+from toolslim.core.pipeline import Pipeline
 
 # The options each offline command takes as flags (serve takes every option that has a flag).
 _COMPACT_FLAGS: tuple[str, ...] = ("pipeline",)
@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         print(f"toolslim: configuration error: {exc}", file=sys.stderr)
         return 2
     if args.command == "serve":
-        from toolslim.serving import serve
+        from toolslim.serve.serving import serve
 
         return serve(settings)
     if args.command == "compact":
@@ -163,7 +163,7 @@ def _compact(file: str, settings: Settings, stdin: Any, stdout: Any, stderr: Tex
     except OSError as exc:
         print(f"toolslim compact: cannot read {file}: {exc.strerror}", file=stderr)
         return 2
-    from toolslim.compact import compact_input, summary
+    from toolslim.offline.compact import compact_input, summary
 
     output, report, tokens = compact_input(_pipeline(settings), data)
     stdout.write(output)
@@ -173,7 +173,7 @@ def _compact(file: str, settings: Settings, stdin: Any, stdout: Any, stderr: Tex
 
 
 def _report(args: argparse.Namespace, settings: Settings) -> int:
-    from toolslim.report import run_report
+    from toolslim.offline.report import run_report
 
     return run_report(
         args.files,

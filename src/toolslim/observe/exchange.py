@@ -1,0 +1,339 @@
+"""PURE. One proxied request's record, and the ledger that counts each record once, with its
+catalogue tokens, what is decided per request from its catalogues' facts (drift in its session,
+the advisories it carries) and its log line.
+
+Must not import aiohttp or prometheus_client: the shell fills the record in as it goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import orjson
+
+from toolslim.config.options import DRIFT_MAX_SESSIONS
+from toolslim.core import tokens
+from toolslim.core.catalog import Api
+from toolslim.core.facts import CatalogueFacts
+from toolslim.core.pipeline import ComponentRun, RunReport, cached_tokens, count_tokens
+from toolslim.observe import advice, capture, drift, logs
+from toolslim.observe.stats import Stats
+from toolslim.wire.routing import Route
+from toolslim.wire.sse import UsageObserver
+from toolslim.wire.usage import Usage, UsageReader
+
+log = logging.getLogger("toolslim.proxy.app")
+
+MAX_COUNTING: Final = 64  # token counts queued at once; beyond, a request is not tokenized
+WARNED: Final = 1024  # (advisory, catalogue) pairs remembered as warned about
+
+Tokens = Mapping[str, tuple[int, int]]  # component -> (tokens before, tokens after)
+Transport = Literal["http", "websocket"]
+Catalogue = tuple[str, bytes]  # (api, identity): what Stats counts a request's catalogues by
+
+# The calls that ask a model for an answer, per API: how the path ends (prefix stripped, no
+# query). Their responses report the usage a provider bills; nothing else's does (a HEAD or
+# GET probe, /v1/models, a token count, a batch), so only these count as usage_unavailable.
+MODEL_CALLS: Final[Mapping[Api, tuple[str, ...]]] = {
+    "anthropic": ("/v1/messages",),
+    "gemini": (":generateContent", ":streamGenerateContent"),
+    "openai-chat": ("/chat/completions",),
+    "openai-responses": ("/v1/responses",),
+}
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One proxied request's accounting, filled in as it goes and counted once by the Ledger."""
+
+    route: Route
+    method: str
+    path: str  # without the query string: what the log line shows
+    received: float
+    transport: Transport = "http"
+    # The request's headers and body as received, for what is decided when it is counted
+    # (which session it belongs to); never logged.
+    headers: Mapping[str, str] | None = None
+    body: bytes = b""
+    report: RunReport | None = None
+    tokens: asyncio.Future[dict[str, tuple[int, int]]] | None = None
+    counted: Tokens | None = None  # known at once on a counted memo hit
+    status: int = 499  # nginx's "client closed request" until a status is known
+    bytes_in: int = 0
+    bytes_out: int = 0
+    sent: bool = False
+    overhead: float = 0.0
+    # Set once the response began reaching the client: an HTTP response's observer, or the
+    # reader of a WebSocket response's events.
+    observer: UsageObserver | UsageReader | None = None
+    disconnected: bool = False
+    failure: str = ""  # upstream error kind, if any
+
+
+def is_model_call(exchange: Exchange) -> bool:
+    """Whether the exchange asked a model for an answer: a `response.create` on a WebSocket,
+    or a POST to one of MODEL_CALLS. An upgrade is none: the relay counts its messages."""
+    if exchange.transport == "websocket":
+        return True
+    ends = MODEL_CALLS.get(exchange.route.api)
+    if ends is None or exchange.method != "POST":
+        return False
+    return exchange.route.target.partition("?")[0].endswith(ends)
+
+
+def record(recorder: capture.Recorder, exchange: Exchange, forwarded: bytes) -> None:
+    """Queue the request for the capture (non-blocking; it redacts credentials in the headers
+    and the query): the body as received and as forwarded."""
+    path, _, query = exchange.route.target.partition("?")
+    recorder.record(
+        method=exchange.method,
+        path=path,
+        query=query,
+        upstream=exchange.route.upstream.name,
+        headers=exchange.headers or {},
+        body=exchange.body,
+        forwarded=forwarded,
+    )
+
+
+class Ledger:
+    """Counts finished exchanges into Stats: pipeline and request together (so the totals
+    always agree), catalogue tokens when counted (off the loop, on one owned thread), usage,
+    and the request's one log line.
+
+    Exchanges that end in one turn of the event loop are counted together right after it:
+    synchronous, so a client that hangs up at the last byte cannot interrupt it, and a
+    request sent after a response reached its client sees that response counted (it is read
+    from the socket in a later turn, and asyncio runs ready callbacks in order).
+    """
+
+    def __init__(
+        self,
+        stats: Stats,
+        loop: asyncio.AbstractEventLoop,
+        pending: set[asyncio.Future[dict[str, tuple[int, int]]]],
+        log_lines: logs.BatchedLines | None = None,
+        *,
+        drift_sessions: int = DRIFT_MAX_SESSIONS,
+    ) -> None:
+        self.stats = stats
+        self._loop = loop
+        self.pending = pending  # token counts still running, awaited by `drain`
+        self._log_lines = log_lines  # serving: each line goes straight into the batch
+        self._finished: list[Exchange] = []
+        # One thread tokenizes: new catalogues are rare in real sessions, and under a flood
+        # of them a bounded backlog (MAX_COUNTING) keeps memory flat.
+        self._counter = ThreadPoolExecutor(1, thread_name_prefix="toolslim-tokens")
+        # The last pipeline summary logged and the runs it says: a session's memo hits
+        # report the very same runs, so the text is made once per catalogue.
+        self._summary: tuple[tuple[ComponentRun, ...], str] = ((), "-")
+        self.drift = drift.Tracker(drift_sessions)
+        stats.track_drift_sessions(self.drift.__len__)
+        self._warned: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+
+    def start_counting(self, exchange: Exchange, report: RunReport) -> None:
+        """Find the request's catalogue tokens: at once when counted before, else on the
+        owned thread (unless too many are queued), recorded when done."""
+        exchange.counted = cached_tokens(report)
+        if exchange.counted is not None:
+            return
+        if len(self.pending) >= MAX_COUNTING:
+            self.stats.record_tokens_skipped()
+            return
+        future = self._loop.run_in_executor(
+            self._counter,
+            _count,
+            dataclasses.replace(report, pieces=()),  # the body is not needed there
+        )
+        self.pending.add(future)
+        exchange.tokens = future
+
+    def transformed(self, exchange: Exchange, report: RunReport) -> None:
+        """What every transport does once the pipeline ran on a request: say which components
+        failed (by the error's type only: a message may quote the body), and find its
+        catalogue tokens."""
+        exchange.report = report
+        for component, message in report.errors:
+            kind = message.partition(":")[0]
+            log.warning("component %s failed on %s: %s", component, exchange.path, kind)
+        if report.applied:
+            self.start_counting(exchange, report)
+
+    def finish(self, exchange: Exchange) -> None:
+        """Count the exchange right after the loop's current turn, with the others of it."""
+        if not self._finished:
+            self._loop.call_soon(self.count_finished)
+        self._finished.append(exchange)
+
+    def count_finished(self) -> None:
+        finished, self._finished = self._finished, []
+        for exchange in finished:
+            try:
+                self.count(exchange)
+            except Exception:  # a bug here must not cost the others in the batch their counts
+                log.exception("toolslim failed to count %s %s", exchange.method, exchange.path)
+
+    def count(self, exchange: Exchange) -> None:
+        """Count one exchange now (its tokens, if still being counted, when they are done)."""
+        stats = self.stats
+        if exchange.disconnected:
+            stats.record_client_disconnect()
+        if exchange.report is None:  # the client went away before its body was read
+            return
+        stats.record_pipeline(exchange.report)
+        stats.record_request(
+            upstream=exchange.route.upstream.name,
+            api=exchange.route.api,
+            status=exchange.status,
+            bytes_in=exchange.bytes_in,
+            bytes_out=exchange.bytes_out,
+            transport=exchange.transport,
+        )
+        observer = exchange.observer
+        model_call = is_model_call(exchange)
+        owed = observer is not None and model_call  # a response that should have said its usage
+        usage = observer.finish() if observer is not None else None
+        catalogue = None
+        if exchange.report.catalogues:
+            catalogue = self._decide(exchange, exchange.report.catalogues, usage, model_call)
+        if exchange.tokens is None:
+            self._record_tokens(exchange.counted, usage, owed, catalogue)
+        else:
+            exchange.tokens.add_done_callback(
+                lambda done: self._tokens_counted(done, usage, owed, catalogue)
+            )
+        if exchange.sent:
+            stats.observe_overhead(exchange.overhead)
+        if log.isEnabledFor(logging.INFO):
+            self._log(exchange, exchange.report)
+
+    def _decide(
+        self,
+        exchange: Exchange,
+        catalogues: Sequence[CatalogueFacts],
+        usage: Usage | None,
+        model_call: bool,
+    ) -> Catalogue:
+        """Drift in the request's session and the advisories it carries, from the facts of its
+        catalogues (made once per catalogue) and a few headers: memo-hit cost. A model call
+        is counted for its catalogue (a token count reads no cache); its tokens are recorded
+        with the (api, identity) returned."""
+        stats, tracker, api = self.stats, self.drift, exchange.route.api
+        identity = drift.identity_of(catalogues)
+        if model_call:
+            stats.record_catalogue(api, identity, catalogues)
+        session = tracker.session(exchange.route.target, exchange.headers, exchange.body)
+        change = tracker.observe(session, api, catalogues, usage, stats.clock())
+        if change is not None:
+            stats.record_catalogue_change(change)
+            if log.isEnabledFor(logging.INFO):
+                self._info(_change_line(change))
+        for name, size in advice.advise(api, exchange.headers, exchange.body, catalogues):
+            stats.record_advice(name, size)
+            self._warn_once(name, identity, exchange)
+        return api, identity
+
+    def _warn_once(self, name: advice.Advice, catalogue: bytes, exchange: Exchange) -> None:
+        """One WARNING per advisory and catalogue (of the last WARNED pairs warned about)."""
+        key = (name, catalogue)
+        if key in self._warned:
+            return
+        self._warned[key] = None
+        if len(self._warned) > WARNED:
+            self._warned.popitem(last=False)
+        log.warning("advice %s (%s %s): %s", name, exchange.method, exchange.path, advice.FIX[name])
+
+    async def drain(self, timeout: float) -> None:
+        """Let the token counts still running land in the stats, then stop the thread."""
+        self.count_finished()
+        if self.pending:
+            await asyncio.wait(self.pending, timeout=timeout)
+        self._counter.shutdown(wait=False, cancel_futures=True)
+
+    def _tokens_counted(
+        self,
+        done: asyncio.Future[dict[str, tuple[int, int]]],
+        usage: Usage | None,
+        owed: bool,
+        catalogue: Catalogue | None,
+    ) -> None:
+        self.pending.discard(done)
+        counted = None
+        if not done.cancelled():
+            if (exc := done.exception()) is not None:
+                log.warning("token counting failed: %s", logs.describe(exc))
+            else:
+                counted = done.result()
+        self._record_tokens(counted, usage, owed, catalogue)
+
+    def _record_tokens(
+        self,
+        counted: Tokens | None,
+        usage: Usage | None,
+        owed: bool,
+        catalogue: Catalogue | None,
+    ) -> None:
+        """The catalogue tokens of one request, then its usage (whose savings need them): as
+        read, or unavailable if the response reached the client from a model call."""
+        saved = self.stats.record_tokens(counted, catalogue) if counted else 0
+        if usage is not None or owed:
+            self.stats.record_usage(usage, saved)
+
+    def _log(self, exchange: Exchange, report: RunReport) -> None:
+        """The request's one line: never a credential, a body or a query string."""
+        message = (
+            f"{exchange.method} {exchange.path} upstream={exchange.route.upstream.name}"
+            f" api={exchange.route.api} status={exchange.status} in={exchange.bytes_in}B"
+            f" out={exchange.bytes_out}B"
+            f" pipeline={self._summarize(report.runs)}"
+            f" overhead_ms={exchange.overhead * 1000:.2f}"
+        )
+        if exchange.transport != "http":
+            message += f" transport={exchange.transport}"
+        if exchange.failure:
+            message += f" upstream_error={exchange.failure}"
+        if exchange.disconnected:
+            message += " client_disconnect"
+        self._info(message)
+
+    def _info(self, message: str) -> None:
+        if (lines := self._log_lines) is not None:
+            lines.info(log.name, message)
+        else:
+            log.info("%s", message)
+
+    def _summarize(self, runs: tuple[ComponentRun, ...]) -> str:
+        kept, text = self._summary
+        if runs is not kept:
+            text = ",".join(_outcome(run) for run in runs) or "-"
+            self._summary = (runs, text)
+        return text
+
+
+def _count(report: RunReport) -> dict[str, tuple[int, int]]:
+    """`count_tokens` with the offline tokenizer, on the owned thread."""
+    return count_tokens(report, tokens.count_tokens)
+
+
+def _change_line(change: drift.Change) -> str:
+    """A catalogue change's one INFO line; tool and server names are the client's data, so
+    they are written as JSON strings (nothing in them can start a new line)."""
+    return (
+        f"catalogue change session={change.session} api={change.api} kind={change.kind}"
+        f" tools={orjson.dumps(change.tools).decode()}"
+        f" servers={orjson.dumps(change.servers).decode()}"
+        f" cache_write_tokens_after={change.cache_write_tokens_after}"
+    )
+
+
+def _outcome(run: ComponentRun) -> str:
+    if run.outcome == "applied":
+        return f"{run.component}=applied/-{run.bytes_saved}B"
+    return f"{run.component}={run.outcome}/{run.reason}"

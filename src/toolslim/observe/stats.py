@@ -1,0 +1,412 @@
+"""PURE. The one source of truth for every counter; `snapshot()` is what /stats, /metrics and
+the dashboard all render, so they cannot disagree.
+
+Must not import aiohttp or prometheus_client. Called only from the event-loop thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from toolslim.config.options import READ_MULTIPLIER, WRITE_MULTIPLIER
+from toolslim.core.facts import CatalogueFacts
+from toolslim.core.pipeline import RunReport, TokenTotals
+from toolslim.observe.advice import ADVICE, FIX, Advice
+from toolslim.observe.counters import (
+    CATALOGUES_PER_API,
+    CatalogueCount,
+    ComponentCounters,
+    Histogram,
+    break_even,
+    most_requested,
+)
+from toolslim.observe.drift import KINDS, Change
+from toolslim.wire.usage import Usage
+
+SCHEMA_VERSION = 1
+STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
+UPSTREAM_ERROR_KINDS = ("connect", "timeout", "reset")
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
+TRANSPORTS = ("http", "websocket")
+# Who ended a relayed WebSocket: either side closing, no message either way for
+# timeouts.idle_websocket, the proxy shutting down, or a failure on either leg.
+WEBSOCKET_CLOSERS = ("client", "error", "idle", "shutdown", "upstream")
+# Why the door closed a client connection: a stalled body (408), room made at the connection
+# limit, request headers or keep-alive past their limit, or refused at the limit (503).
+CONNECTION_CLOSES = ("body_timeout", "evicted", "headers_timeout", "keepalive_timeout", "refused")
+# What the door reports of the connections now (limits.Door.gauges).
+CONNECTION_GAUGES = ("open", "busy", "max", "buffered_bytes", "max_buffered_bytes")
+# Seconds. Proxy overhead is sub-millisecond when healthy; TTFB is the model thinking.
+OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25)
+TTFB_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+RECENT_CHANGES = 50  # catalogue changes /stats lists in drift.recent
+
+
+class Stats:
+    """Every counter the proxy keeps. Mutated by `record_*`, read only through `snapshot()`."""
+
+    def __init__(
+        self,
+        components: Iterable[str],
+        *,
+        cache_read_multiplier: float = READ_MULTIPLIER,
+        cache_write_multiplier: float = WRITE_MULTIPLIER,
+        series_interval: float = 10.0,
+        series_points: int = 360,
+        clock: Callable[[], float] = time.time,
+        memo_gauges: Callable[[], tuple[int, int]] = lambda: (0, 0),
+        tokens_pending: Callable[[], int] = lambda: 0,
+        connection_gauges: Callable[[], Mapping[str, int]] = dict,
+        capture_counts: Callable[[], tuple[int, int, int]] | None = None,
+    ) -> None:
+        self.clock = clock
+        self.started_at = clock()
+        self.read_multiplier = cache_read_multiplier
+        self.write_multiplier = cache_write_multiplier
+        self.memo_gauges = memo_gauges
+        self.tokens_pending = tokens_pending  # requests whose catalogue tokens are being counted
+        self.connection_gauges = connection_gauges
+        self.capture_counts = capture_counts  # (written, dropped, errors); None: no capture
+        self.connections_closed: Counter[str] = Counter({k: 0 for k in CONNECTION_CLOSES})
+        self.components = {name: ComponentCounters() for name in components}
+        self.requests = 0
+        self.by_upstream: Counter[str] = Counter()
+        self.by_api: Counter[str] = Counter()
+        self.by_status: Counter[str] = Counter({c: 0 for c in STATUS_CLASSES})
+        self.by_transport: Counter[str] = Counter({t: 0 for t in TRANSPORTS})
+        self.bytes_received = 0
+        self.bytes_forwarded = 0
+        self.active_streams = 0
+        self.websockets_active = 0
+        self.websockets_total = 0
+        self.websockets_refused = 0  # upgrades answered 426 because `websocket: false`
+        self.websockets_closed_by: Counter[str] = Counter({k: 0 for k in WEBSOCKET_CLOSERS})
+        self.tokens_skipped = 0  # requests whose tokens were not counted: the counter was full
+        self.client_disconnects = 0
+        self.upstream_errors: Counter[str] = Counter({k: 0 for k in UPSTREAM_ERROR_KINDS})
+        self.memo_hits = 0
+        self.memo_misses = 0
+        self.usage_tokens: Counter[str] = Counter({k: 0 for k in TOKEN_KINDS})
+        self.responses_with_usage = 0
+        self.usage_unavailable = 0
+        self.cold_requests = 0
+        self.warm_requests = 0
+        self.cold_tokens_saved = 0
+        self.warm_tokens_saved = 0
+        self.last_catalogue_tokens = 0  # P of the break-even, from the latest applied catalogue
+        self.last_tokens_saved = 0  # s of the break-even
+        self.last_tokens_at = 0.0  # when P and s were set: across workers, the latest wins
+        # api -> catalogue identity -> its count, at most CATALOGUES_PER_API per API.
+        self.catalogues: dict[str, dict[bytes, CatalogueCount]] = {}
+        self.overhead = Histogram(OVERHEAD_BUCKETS)
+        self.ttfb = Histogram(TTFB_BUCKETS)
+        self.drift_sessions: Callable[[], int] = lambda: 0  # sessions tracked now (a gauge)
+        self.drift_changes: Counter[str] = Counter({k: 0 for k in KINDS})
+        self.drift_cache_writes: Counter[str] = Counter({k: 0 for k in KINDS})
+        self.drift_recent: deque[Change] = deque(maxlen=RECENT_CHANGES)
+        self.advice_requests: Counter[str] = Counter({a: 0 for a in ADVICE})
+        self.advice_bytes: Counter[str] = Counter({a: 0 for a in ADVICE})
+        self.series_interval = series_interval
+        self.series: deque[list[float]] = deque(maxlen=series_points)
+        self._point: list[float] = [float("inf"), 0, 0, 0]  # the current one; none yet
+
+    def _series_point(self) -> list[float]:
+        """The point of the interval now falls in (kept: several calls per request ask)."""
+        now, start = self.clock(), self._point[0]
+        if not start <= now < start + self.series_interval:
+            start = now // self.series_interval * self.series_interval
+            if not self.series or self.series[-1][0] != start:
+                self.series.append([start, 0, 0, 0])
+            self._point = self.series[-1]
+        return self._point
+
+    def _counters(self, component: str) -> ComponentCounters:
+        """A component's counters (made on first use, not built to be thrown away on every
+        call as `setdefault` would)."""
+        counters = self.components.get(component)
+        if counters is None:
+            counters = self.components[component] = ComponentCounters()
+        return counters
+
+    def record_request(
+        self,
+        *,
+        upstream: str,
+        api: str,
+        status: int,
+        bytes_in: int,
+        bytes_out: int,
+        transport: str = "http",
+    ) -> None:
+        """One proxied request, counted once when its response status is known: an HTTP
+        request, or a `response.create` message on a WebSocket."""
+        self.requests += 1
+        self.by_upstream[upstream] += 1
+        self.by_api[api] += 1
+        self.by_transport[transport] += 1
+        self.by_status[f"{status // 100}xx" if 100 <= status < 600 else "other"] += 1
+        self.bytes_received += bytes_in
+        self.bytes_forwarded += bytes_out
+        self._series_point()[1] += 1
+
+    def record_pipeline(self, report: RunReport) -> None:
+        """What each component did to one request; tokens follow in `record_tokens`."""
+        self.memo_hits += report.memo_hits
+        self.memo_misses += report.memo_misses
+        point = self._series_point()
+        for run in report.runs:
+            counters = self._counters(run.component)
+            counters.tools_seen += run.tools_seen
+            if run.outcome == "applied":  # a rewrite that was not adopted changed nothing
+                counters.applied += 1
+                counters.catalogue_bytes_before += run.bytes_before
+                counters.catalogue_bytes_after += run.bytes_after
+                counters.deferred_bytes_saved += run.deferred_bytes_saved
+                point[3] += run.bytes_saved - run.deferred_bytes_saved
+                counters.tools_changed += run.tools_changed
+                removed = counters.removed  # not Counter.update: its Mapping check is slow
+                for keyword, count in run.removed.items():
+                    removed[keyword] += count
+            elif run.outcome == "skipped":
+                counters.skipped += 1
+                counters.skip_reasons[run.reason or "unknown"] += 1
+            else:
+                counters.error += 1
+
+    def record_tokens(
+        self, tokens: Mapping[str, tuple[int, int]], catalogue: tuple[str, bytes] | None = None
+    ) -> int:
+        """Catalogue tokens before/after per component for one request; returns the tokens
+        saved in the prompt (a TokenTotals' deferred part is counted apart). `catalogue`,
+        (api, identity) as `record_catalogue` counted it, gets this P and s."""
+        saved = 0
+        for name, (before, after) in tokens.items():
+            counters = self._counters(name)
+            counters.catalogue_tokens_before += before
+            counters.catalogue_tokens_after += after
+            saved += before - after
+        deferred = tokens.deferred if isinstance(tokens, TokenTotals) else {}
+        for name, (before, after) in deferred.items():
+            self._counters(name).deferred_tokens_saved += before - after
+            saved -= before - after
+        if tokens:
+            first, (first_before, _) = next(iter(tokens.items()))
+            # P and s of the break-even are the prompt's: deferred tools are not in it.
+            self.last_catalogue_tokens = first_before - deferred.get(first, (0, 0))[0]
+            self.last_tokens_saved = saved
+            self.last_tokens_at = self.clock()
+            if catalogue is not None:
+                api, identity = catalogue
+                count = self.catalogues.get(api, {}).get(identity)
+                if count is not None:
+                    count.catalogue_tokens, count.tokens_saved = self.last_catalogue_tokens, saved
+        self._series_point()[2] += saved
+        return saved
+
+    def record_catalogue(
+        self, api: str, identity: bytes, catalogues: Sequence[CatalogueFacts]
+    ) -> None:
+        """One request of `api` that carried these catalogues (`identity`: drift.identity_of
+        them). A new one, with the table full, takes the place of the least requested (the
+        oldest of those): the most requested stay, whatever a flood of new ones does."""
+        table = self.catalogues.get(api)
+        if table is None:
+            table = self.catalogues[api] = {}
+        count = table.get(identity)
+        if count is None:
+            if len(table) >= CATALOGUES_PER_API:
+                del table[min(table, key=lambda key: table[key].requests)]
+            tools = sum(len(c.tools.names) for c in catalogues)
+            count = table[identity] = CatalogueCount(tools, sum(c.size for c in catalogues))
+        count.requests += 1
+
+    def _catalogues_snapshot(self) -> dict[str, list[dict[str, Any]]]:
+        read, write = self.read_multiplier, self.write_multiplier
+        return {
+            api: sorted(
+                (count.snapshot(identity, read, write) for identity, count in table.items()),
+                key=most_requested,
+            )
+            for api, table in sorted(self.catalogues.items())
+        }
+
+    def record_usage(self, usage: Usage | None, tokens_saved: int = 0) -> None:
+        """Usage the upstream reported for one response; None counts as unavailable."""
+        if usage is None:
+            self.usage_unavailable += 1
+            return
+        self.responses_with_usage += 1
+        self.usage_tokens["input"] += usage.input_tokens
+        self.usage_tokens["output"] += usage.output_tokens
+        self.usage_tokens["cache_read"] += usage.cache_read_input_tokens
+        self.usage_tokens["cache_write"] += usage.cache_creation_input_tokens
+        if tokens_saved:
+            if usage.cache_read_input_tokens > 0:
+                self.warm_requests += 1
+                self.warm_tokens_saved += tokens_saved
+            else:
+                self.cold_requests += 1
+                self.cold_tokens_saved += tokens_saved
+
+    def record_catalogue_change(self, change: Change) -> None:
+        """A session's catalogue changed (drift.Tracker), with what the provider charged."""
+        self.drift_changes[change.kind] += 1
+        self.drift_cache_writes[change.kind] += change.cache_write_tokens_after
+        self.drift_recent.append(change)
+
+    def track_drift_sessions(self, gauge: Callable[[], int]) -> None:
+        """Where `drift.sessions` is read at snapshot time: the drift tracker's size."""
+        self.drift_sessions = gauge
+
+    def record_advice(self, advice: Advice, catalogue_bytes: int) -> None:
+        """One request that carries an advisory (counted once per request)."""
+        self.advice_requests[advice] += 1
+        self.advice_bytes[advice] += catalogue_bytes
+
+    def _advice_snapshot(self) -> dict[str, dict[str, Any]]:
+        # A refused upgrade is counted once, as a WebSocket: the advisory reads that count.
+        requests = {**self.advice_requests, "websocket_disabled": self.websockets_refused}
+        return {
+            name: {"requests": requests[name], "bytes": self.advice_bytes[name], "fix": FIX[name]}
+            for name in ADVICE
+        }
+
+    def record_upstream_error(self, kind: str) -> None:
+        self.upstream_errors[kind] += 1
+
+    def record_client_disconnect(self) -> None:
+        self.client_disconnects += 1
+
+    def record_connection_closed(self, reason: str) -> None:
+        """A client connection the proxy closed, for one of CONNECTION_CLOSES."""
+        self.connections_closed[reason] += 1
+
+    def record_tokens_skipped(self) -> None:
+        """A request whose new catalogue was not tokenized: too many counts were queued.
+        Its bytes are counted; its tokens are not (token totals are then a lower bound)."""
+        self.tokens_skipped += 1
+
+    def websocket_opened(self) -> None:
+        self.websockets_active += 1
+        self.websockets_total += 1
+
+    def websocket_closed(self, closed_by: str) -> None:
+        self.websockets_active -= 1
+        self.websockets_closed_by[closed_by] += 1
+
+    def record_websocket_refused(self) -> None:
+        self.websockets_refused += 1
+
+    def stream_opened(self) -> None:
+        self.active_streams += 1
+
+    def stream_closed(self) -> None:
+        self.active_streams -= 1
+
+    def observe_overhead(self, seconds: float) -> None:
+        self.overhead.observe(seconds)
+
+    def observe_ttfb(self, seconds: float) -> None:
+        self.ttfb.observe(seconds)
+
+    def break_even_requests(self) -> float | None:
+        """Warm requests needed to repay re-anchoring the cache once: ((w-r)P - w s) / (r s)."""
+        return break_even(
+            self.last_catalogue_tokens,
+            self.last_tokens_saved,
+            self.read_multiplier,
+            self.write_multiplier,
+        )
+
+    def _connections(self) -> dict[str, Any]:
+        gauges = self.connection_gauges()
+        return {
+            **{name: gauges.get(name, 0) for name in CONNECTION_GAUGES},
+            "closed": dict(sorted(self.connections_closed.items())),
+        }
+
+    def _capture(self) -> dict[str, Any]:
+        written, dropped, errors = self.capture_counts() if self.capture_counts else (0, 0, 0)
+        return {
+            "enabled": self.capture_counts is not None,
+            "written": written,
+            "dropped": dropped,
+            "errors": errors,
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain JSON-ready dict; the documented /stats schema (keys are added, never renamed)."""
+        memo_size, memo_capacity = self.memo_gauges()
+        now = self.clock()
+        return {
+            "version": SCHEMA_VERSION,
+            "started_at": self.started_at,
+            "uptime_seconds": now - self.started_at,
+            "requests": {
+                "total": self.requests,
+                "by_upstream": dict(sorted(self.by_upstream.items())),
+                "by_api": dict(sorted(self.by_api.items())),
+                "by_status": dict(sorted(self.by_status.items())),
+                "by_transport": dict(sorted(self.by_transport.items())),
+                "bytes_received": self.bytes_received,
+                "bytes_forwarded": self.bytes_forwarded,
+                "active_streams": self.active_streams,
+                "tokens_pending": self.tokens_pending(),
+                "tokens_skipped": self.tokens_skipped,
+                "client_disconnects": self.client_disconnects,
+                "upstream_errors": dict(sorted(self.upstream_errors.items())),
+            },
+            "connections": self._connections(),
+            "capture": self._capture(),
+            "websockets": {
+                "active": self.websockets_active,
+                "total": self.websockets_total,
+                "refused": self.websockets_refused,
+                "closed_by": dict(sorted(self.websockets_closed_by.items())),
+            },
+            "components": {n: c.snapshot() for n, c in self.components.items()},
+            "memo": {
+                "hits": self.memo_hits,
+                "misses": self.memo_misses,
+                "size": memo_size,
+                "capacity": memo_capacity,
+            },
+            "usage": {
+                "tokens": dict(self.usage_tokens),
+                "responses_with_usage": self.responses_with_usage,
+                "usage_unavailable": self.usage_unavailable,
+            },
+            "cache": {
+                "read_multiplier": self.read_multiplier,
+                "write_multiplier": self.write_multiplier,
+                "cold_requests": self.cold_requests,
+                "warm_requests": self.warm_requests,
+                "cold_tokens_saved": self.cold_tokens_saved,
+                "warm_tokens_saved": self.warm_tokens_saved,
+                "catalogue_tokens": self.last_catalogue_tokens,
+                "tokens_saved_per_request": self.last_tokens_saved,
+                "warm_break_even_requests": self.break_even_requests(),
+                "by_api": self._catalogues_snapshot(),
+            },
+            "timings": {
+                "proxy_overhead_seconds": self.overhead.snapshot(),
+                "upstream_ttfb_seconds": self.ttfb.snapshot(),
+            },
+            "drift": {
+                "sessions": self.drift_sessions(),
+                "changes": dict(self.drift_changes),
+                "cache_write_tokens_after": dict(self.drift_cache_writes),
+                "recent": [change.as_dict() for change in self.drift_recent],
+            },
+            "advice": self._advice_snapshot(),
+            "series": {
+                "interval_seconds": self.series_interval,
+                "points": [
+                    {"t": t, "requests": int(r), "tokens_saved": int(k), "bytes_saved": int(b)}
+                    for t, r, k, b in self.series
+                ],
+            },
+        }

@@ -1,0 +1,274 @@
+"""The only place the rooms are wired together: `make_app(settings)` builds the proxy
+(`serving` runs it as a process).
+
+Wiring only: the request path is `forward`, the admin endpoints `admin`, counting `exchange`,
+timeouts `watchdog`, client connections `limits` (the door), heavy transforms `offload`, the
+stop `shutdown`, the workers' shared totals `fleet`, their processes `workers`. Resources (the
+upstream session, the token and worker threads, the capture writer) open and close with the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from aiohttp import (
+    ClientResponse,
+    ClientSession,
+    ClientTimeout,
+    DummyCookieJar,
+    TCPConnector,
+    web,
+)
+from aiohttp.typedefs import Handler
+
+from toolslim.config.settings import Settings
+from toolslim.core.pipeline import Pipeline
+from toolslim.observe import capture, fleet, logs, metrics
+from toolslim.observe.exchange import Ledger
+from toolslim.observe.stats import Stats
+from toolslim.proxy import admin
+from toolslim.proxy.admin import ADMIN, Admin
+from toolslim.proxy.forward import Forwarder, refusal
+from toolslim.proxy.limits import DOOR, ClientLimits, Door
+from toolslim.proxy.offload import Offload
+from toolslim.proxy.watchdog import Patrol
+from toolslim.proxy.websocket import Relay, is_upgrade, refuse_unless_upgraded
+from toolslim.wire import routing
+
+log = logging.getLogger("toolslim.proxy.app")
+
+# The longest a wait on the upstream outlasts its limit before it is cut: a quarter of the
+# shorter limit, and never more than this (seconds).
+_PATROL_PERIOD: Final = 1.0
+_CAPTURE_FILES: Final = 8  # capture_max_bytes bounds the directory: 8 files, each 1/8 of it
+_DRAIN_COUNTS: Final = 10.0  # seconds the last token counts get at cleanup
+
+
+@dataclass(slots=True)
+class Forwarding:
+    """The app's state, made with the app: what the request path is built from once the app
+    runs, and what tests and the admin endpoints read."""
+
+    settings: Settings
+    pipeline: Pipeline
+    stats: Stats
+    capture: capture.Recorder | None  # None records nothing
+    log_lines: logs.BatchedLines | None  # serving: where each request's line goes directly
+    pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = field(default_factory=set)
+
+
+FORWARDING: Final = web.AppKey("forwarding", Forwarding)
+
+
+class _Entrance:
+    """Where the catch-all route finds the Forwarder and the Relay the running app made (they
+    need the upstream sessions, which exist only while the app runs)."""
+
+    __slots__ = ("forwarder", "relay")
+    forwarder: Forwarder
+    relay: Relay
+
+
+async def _enter(entrance: _Entrance, request: web.Request) -> web.StreamResponse:
+    """Every request that is not an admin one: a WebSocket upgrade, or HTTP; forwarded
+    faithfully or not at all (routing.refusal)."""
+    if (reason := routing.refusal(request.raw_path, request.headers.items())) is not None:
+        return refusal(400, reason)
+    if is_upgrade(request):
+        return await entrance.relay.handle(request)
+    return await entrance.forwarder.handle(request)
+
+
+def make_app(
+    settings: Settings,
+    log_lines: logs.BatchedLines | None = None,
+    board: fleet.Board | None = None,
+) -> web.Application:
+    """The proxy application: admin routes, the dashboard, and everything else forwarded.
+
+    `log_lines`, the handler `logs.configure` set up, takes each request's line directly;
+    without it the line goes through `logging`. With a `board`, the app is one of several
+    workers: it publishes its counters there, and /stats and /metrics answer all of theirs.
+    """
+    pipeline = Pipeline(
+        settings.pipeline, memo_size=settings.memo_size, options=settings.components
+    )
+    pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = set()
+    recorder = None
+    if settings.capture_dir is not None:
+        recorder = capture.Recorder(
+            settings.capture_dir,
+            max_bytes=max(1, settings.capture_max_bytes // _CAPTURE_FILES),
+            keep_files=_CAPTURE_FILES,
+        )
+    stats = Stats(
+        settings.pipeline,
+        cache_read_multiplier=settings.cache_read_multiplier,
+        cache_write_multiplier=settings.cache_write_multiplier,
+        memo_gauges=pipeline.memo_gauges,
+        tokens_pending=lambda: len(pending),
+        connection_gauges=lambda: door.gauges(),
+        capture_counts=None if recorder is None else functools.partial(_capture_counts, recorder),
+    )
+    # Connections come in through the door when `serve` listens (a test server bypasses it,
+    # and the door's middleware then does nothing).
+    door = Door(ClientLimits.of(settings), stats)
+    # The handlers rely on both: request bodies arrive as sent (a gzip body is forwarded
+    # byte-identical unless changed), and a client that goes away cancels its handler at once.
+    app = web.Application(
+        handler_args={
+            "auto_decompress": False,
+            "handler_cancellation": True,
+            **door.handler_args(),
+        },
+        middlewares=[door.middleware, _reverse_proxy_only],
+    )
+    if recorder is not None:
+        app.on_cleanup.append(_close_capture)
+    app[FORWARDING] = Forwarding(settings, pipeline, stats, recorder, log_lines, pending)
+    app[DOOR] = door
+    if board is None:
+        app[ADMIN] = Admin(stats, metrics.make_registry(stats), settings.admin_token)
+    else:
+        member = fleet.Member(stats, board)
+        registry = admin.host_registry(stats, member.host)
+        app[ADMIN] = Admin(stats, registry, settings.admin_token, host=member.host)
+        # First in, so last out: the final publish comes after the ledger's last counts.
+        app.cleanup_ctx.append(lambda app: _publishing(member))
+    entrance = _Entrance()
+    app.cleanup_ctx.append(lambda app: _serving(app, entrance))
+    app.on_shutdown.append(_not_ready)
+    app.on_shutdown.append(lambda app: _drain_websockets(entrance))
+    admin.add_routes(app)
+    app.router.add_route("*", "/{tail:.*}", functools.partial(_enter, entrance))
+    return app
+
+
+async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[None]:
+    """The upstream session, the patrol and the ledger, for as long as the app runs."""
+    state = app[FORWARDING]
+    settings = state.settings
+    connector = TCPConnector(limit=0, limit_per_host=settings.pool_size, ttl_dns_cache=300)
+    # sock_connect only: waiting for a pooled connection counts against response_headers,
+    # and the idle gap between chunks is enforced per read by the watchdog (a sock_read
+    # here would also cut the wait for response headers short).
+    timeout = ClientTimeout(total=None, sock_connect=settings.timeouts.connect)
+    loop = asyncio.get_running_loop()
+    limits = settings.timeouts
+    shortest = min(limits.response_headers, limits.idle_chunk, limits.client_body_idle)
+    patrol = Patrol(loop, min(_PATROL_PERIOD, shortest / 4))
+    ledger = Ledger(
+        state.stats,
+        loop,
+        state.pending,
+        state.log_lines,
+        drift_sessions=settings.drift_max_sessions,
+    )
+    # The worker thread's own pipeline: the memo is not thread-safe (see offload).
+    offload = Offload(
+        Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
+    )
+    door = app[DOOR]
+    async with (
+        _session(connector, timeout) as session,
+        # WebSockets get a session of their own: its status check keeps an upstream's
+        # refusal whole for the client (see websocket.refuse_unless_upgraded).
+        _session(
+            TCPConnector(limit=0, ttl_dns_cache=300),
+            timeout,
+            raise_for_status=refuse_unless_upgraded,
+        ) as websockets,
+    ):
+        entrance.forwarder = Forwarder(
+            settings,
+            state.pipeline,
+            state.stats,
+            session,
+            patrol,
+            ledger,
+            state.capture,
+            limits=door.limits,
+            budget=door.budget,
+            offload=offload,
+            max_catalogue=settings.max_catalogue_bytes,
+        )
+        entrance.relay = Relay(
+            settings, state.pipeline, state.stats, websockets, ledger, state.capture, offload
+        )
+        yield
+        await entrance.relay.wait_closed()
+    patrol.stop()
+    offload.close()
+    await ledger.drain(_DRAIN_COUNTS)
+
+
+async def _publishing(member: fleet.Member) -> AsyncIterator[None]:
+    """The worker's counters on the board every PUBLISH_SECONDS while they change, and once
+    more when it stops."""
+
+    async def every() -> None:
+        while True:
+            await asyncio.sleep(fleet.PUBLISH_SECONDS)
+            try:
+                member.publish()
+            except OSError as exc:  # a full or vanished directory must not stop the worker
+                log.warning("cannot publish this worker's counters: %s", exc)
+
+    task = asyncio.create_task(every())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    with contextlib.suppress(OSError):
+        member.publish()
+
+
+def _session(
+    connector: TCPConnector,
+    timeout: ClientTimeout,
+    raise_for_status: bool | Callable[[ClientResponse], Awaitable[None]] = False,
+) -> ClientSession:
+    """An upstream session: bytes as they are, no cookies, no headers of its own."""
+    return ClientSession(
+        connector=connector,
+        timeout=timeout,
+        auto_decompress=False,
+        cookie_jar=DummyCookieJar(),  # one session serves every client: never keep cookies
+        skip_auto_headers=("Accept", "Accept-Encoding", "Content-Type", "User-Agent"),
+        trust_env=False,
+        raise_for_status=raise_for_status,
+    )
+
+
+def _capture_counts(recorder: capture.Recorder) -> tuple[int, int, int]:
+    return recorder.written, recorder.dropped, recorder.errors
+
+
+async def _close_capture(app: web.Application) -> None:
+    if (recorder := app[FORWARDING].capture) is not None:
+        await asyncio.get_running_loop().run_in_executor(None, recorder.close)
+
+
+async def _not_ready(app: web.Application) -> None:
+    app[ADMIN].ready = False
+
+
+async def _drain_websockets(entrance: _Entrance) -> None:
+    """Open WebSockets close with 1001 once their response in flight has finished."""
+    entrance.relay.drain()
+
+
+@web.middleware
+async def _reverse_proxy_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse forward-proxy requests before routing sees them: never an open proxy."""
+    if request.method == "CONNECT":  # authority-form: matches no route, would be a 404
+        return refusal(405, "toolslim is a reverse proxy: CONNECT is not supported")
+    if not request.raw_path.startswith("/"):  # absolute-form: GET http://host/ HTTP/1.1
+        return refusal(400, "toolslim is a reverse proxy: send origin-form paths (/v1/...)")
+    return await handler(request)

@@ -1,0 +1,171 @@
+"""Runs the proxy as a process: `serve(settings)` listens through the door until SIGTERM, then
+stops in order (see `shutdown`), in this process or on `workers` gunicorn workers; the log's
+flush and the collector's settings belong to the process, not to the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import gc
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Final
+
+from aiohttp import web
+
+from toolslim.config.settings import Settings
+from toolslim.observe import fleet, logs
+from toolslim.proxy.admin import ADMIN
+from toolslim.proxy.app import make_app
+from toolslim.proxy.limits import DOOR
+from toolslim.serve import shutdown
+
+log = logging.getLogger("toolslim.proxy.app")  # the name operators' log searches know
+
+
+def serve(settings: Settings) -> int:
+    """Run the proxy until SIGTERM/SIGINT, then drain in-flight requests; the exit status.
+
+    With `workers` above 1, gunicorn's arbiter runs that many worker processes on the one
+    listening socket (see docs/workers.md); otherwise this process serves alone.
+    """
+    log_lines = logs.configure(settings.log_level)
+    uvloop = settings.event_loop == "uvloop"
+    if settings.workers > 1:
+        # Imported only here: gunicorn is needed by nothing else.
+        from toolslim.serve import workers
+
+        return workers.serve(
+            settings,
+            functools.partial(worker_runner, settings, log_lines),
+            log_lines,
+            uvloop=uvloop,
+            ready=lambda addresses: _announce(settings, addresses, log_lines),
+        )
+    loop_factory = None
+    if uvloop:
+        import uvloop as module
+
+        loop_factory = module.new_event_loop
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(_serve_alone(settings, log_lines))
+
+
+def _runner(app: web.Application, shutdown_timeout: float) -> web.AppRunner:
+    return web.AppRunner(
+        app,
+        handle_signals=False,
+        access_log=None,  # one line per request comes from the Ledger instead
+        shutdown_timeout=shutdown_timeout,
+    )
+
+
+async def worker_runner(
+    settings: Settings, log_lines: logs.BatchedLines, folder: Path
+) -> web.AppRunner:
+    """One worker's runner (gunicorn's worker sets it up and serves the shared socket)."""
+    app = make_app(settings, log_lines, fleet.Board(folder))
+    app.cleanup_ctx.insert(0, lambda app: _flushing(log_lines))  # out last: the drain's lines
+    app.on_startup.append(lambda app: _tuned_gc())
+    return _runner(app, settings.shutdown_grace)  # gunicorn's worker waits the grace itself
+
+
+async def _tuned_gc() -> None:
+    tune_gc()
+
+
+async def _flushing(log_lines: logs.BatchedLines) -> AsyncIterator[None]:
+    task = asyncio.create_task(flush_every_second(log_lines))
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    log_lines.flush()
+
+
+async def _serve_alone(settings: Settings, log_lines: logs.BatchedLines) -> int:
+    app = make_app(settings, log_lines)
+    # aiohttp is left only the cutting once the grace is over: the door does the waiting.
+    runner = _runner(app, shutdown.CUT_SECONDS)
+    await runner.setup()
+    tune_gc()
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(logs.LoopErrors(log, logs.Throttle(log)))
+    door = app[DOOR]
+    assert runner.server is not None
+    try:
+        await door.listen(runner.server, settings.host, settings.port, backlog=1024)
+    except OSError as exc:
+        log.error("cannot listen on %s:%s: %s", settings.host, settings.port, exc.strerror)
+        door.close()
+        await runner.cleanup()
+        return 1
+    signals = shutdown.Signals(loop, log_lines.flush)
+    _announce(settings, [f"http://{a[0]}:{a[1]}" for a in door.addresses], log_lines)
+    flushing = asyncio.create_task(flush_every_second(log_lines))
+    try:
+        await signals.received.wait()
+        log.info(
+            "shutting down: /readyz answers 503; accepting for %g s more, then requests in "
+            "flight get up to %g s",
+            settings.shutdown_delay,
+            settings.shutdown_grace,
+        )
+        log_lines.flush()
+        await shutdown.drain(
+            runner,
+            door,
+            delay=settings.shutdown_delay,
+            grace=settings.shutdown_grace,
+            not_ready=functools.partial(_set_not_ready, app),
+        )
+    finally:
+        flushing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await flushing
+        log_lines.flush()
+    signals.close()
+    return 0
+
+
+def _set_not_ready(app: web.Application) -> None:
+    app[ADMIN].ready = False
+
+
+def _announce(settings: Settings, addresses: list[str], log_lines: logs.BatchedLines) -> None:
+    workers = f"; workers: {settings.workers}" if settings.workers > 1 else ""
+    log.info(
+        "toolslim listening on %s; pipeline=[%s]; upstreams: %s%s",
+        ", ".join(addresses),
+        ",".join(settings.pipeline),
+        ", ".join(f"{u.name}={u.url}" for u in settings.upstreams.values()),
+        workers,
+    )
+    log_lines.flush()
+
+
+async def flush_every_second(log_lines: logs.BatchedLines) -> None:
+    """A quiet server's last log lines go out within about a second."""
+    while True:
+        await asyncio.sleep(logs.FLUSH_SECONDS)
+        log_lines.flush()
+
+
+# Container allocations the young generation takes before a collection. The default, 700,
+# is crossed every few dozen requests by the objects of the requests in flight alone, and
+# each collection walks them all. A request's objects are freed by reference counting when
+# it ends, so only reference cycles (garbage the collector exists for) add up to this.
+_GC_YOUNG_THRESHOLD: Final = 10_000
+
+
+def tune_gc() -> None:
+    """Collect what start-up left, move every surviving object (modules, the tokenizer, the
+    app) out of the collector's sight for good, and raise the young threshold, so that
+    collections walk only what requests make."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(_GC_YOUNG_THRESHOLD, middle, old)

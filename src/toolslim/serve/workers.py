@@ -1,0 +1,137 @@
+"""Serving on several processes: gunicorn's arbiter runs aiohttp's worker class on one
+listening socket, and replaces a worker that dies. The only importer of gunicorn.
+
+The workers' counters meet in a directory made here (see `fleet.Board`); the master folds
+the counters of each worker that exits into it, and removes the directory at the end.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any, Final
+
+from aiohttp import web
+from aiohttp.worker import GunicornUVLoopWebWorker, GunicornWebWorker
+from gunicorn import glogging
+from gunicorn.app.base import BaseApplication
+from gunicorn.config import KNOWN_SETTINGS
+
+from toolslim.config.settings import Settings
+from toolslim.observe import fleet, logs
+
+Factory = Callable[[Path], Awaitable[web.AppRunner]]  # the board's folder -> a worker's runner
+
+# A worker still running this long after shutdown_grace is killed: its requests had the grace,
+# and what follows them (the last token counts get 10 s, then the sessions close) needs less.
+CLEANUP_SECONDS: Final = 15
+
+
+class Worker(GunicornWebWorker):
+    """aiohttp's worker, draining the moment SIGTERM arrives: aiohttp's own notices it at its
+    next one-second tick, and every worker must stop accepting (and turn unready) at once."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.handle_quit(sig, frame)  # aiohttp's graceful stop, woken now
+
+
+class UVLoopWorker(Worker, GunicornUVLoopWebWorker):
+    """The same, on uvloop."""
+
+
+class _Log(glogging.Logger):  # type: ignore[misc]
+    """gunicorn's own lines (listening, worker booted or exited) through toolslim's handler,
+    in its format, instead of a second handler and format of gunicorn's."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        for handler in list(self.error_log.handlers):
+            self.error_log.removeHandler(handler)
+        self.error_log.propagate = True
+
+
+class _Arbiter(BaseApplication):  # type: ignore[misc]
+    """gunicorn configured from a dict, loading one async runner factory (no argv, no files)."""
+
+    def __init__(self, options: dict[str, Any], load: Callable[[], Awaitable[web.AppRunner]]):
+        self._options = options
+        self._load = load
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self._options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Callable[[], Awaitable[web.AppRunner]]:
+        return self._load
+
+
+def address(settings: Settings) -> str:
+    """gunicorn's spelling of the listening address (an IPv6 host in brackets)."""
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    return f"{host}:{settings.port}"
+
+
+def serve(
+    settings: Settings,
+    factory: Factory,
+    log_lines: logs.BatchedLines,
+    *,
+    uvloop: bool,
+    ready: Callable[[list[str]], None],
+) -> int:
+    """Run `settings.workers` workers, each serving `factory(folder)`, until SIGTERM (drain,
+    then exit) or SIGINT (the same, sooner); the master's exit status. `ready` gets the
+    listening addresses once the socket is bound."""
+    master = os.getpid()
+    folder = Path(tempfile.mkdtemp(prefix="toolslim-workers-"))
+    board = fleet.Board(folder)
+
+    async def load() -> web.AppRunner:
+        return await factory(folder)
+
+    def child_exit(server: Any, worker: Any) -> None:
+        board.retire(worker.pid)
+        log_lines.flush()
+
+    def flush(server: Any, worker: Any) -> None:
+        # Before a fork, so a child never inherits lines still waiting; after it, for the
+        # child's "Booting worker" line.
+        log_lines.flush()
+
+    def when_ready(server: Any) -> None:
+        ready([str(listener) for listener in server.LISTENERS])
+        log_lines.flush()
+
+    options: dict[str, Any] = {
+        "bind": [address(settings)],
+        "workers": settings.workers,
+        "worker_class": UVLoopWorker if uvloop else Worker,
+        "graceful_timeout": math.ceil(settings.shutdown_grace) + CLEANUP_SECONDS,
+        "backlog": 1024,
+        "accesslog": None,  # one line per request comes from each worker's Ledger
+        "loglevel": settings.log_level,
+        "logger_class": _Log,
+        "proc_name": "toolslim",
+        "pre_fork": flush,
+        "post_fork": flush,
+        "child_exit": child_exit,
+        "when_ready": when_ready,
+    }
+    if any(setting.name == "control_socket_disable" for setting in KNOWN_SETTINGS):
+        options["control_socket_disable"] = True  # gunicorn >= 25.1: no socket in $HOME
+    try:
+        _Arbiter(options, load).run()
+    except SystemExit as stop:
+        if os.getpid() != master:
+            raise  # a worker leaving, with its own status
+        return stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    finally:
+        if os.getpid() == master:
+            shutil.rmtree(folder, ignore_errors=True)
+    return 0

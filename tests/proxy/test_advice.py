@@ -1,0 +1,181 @@
+"""advice: each advisory fires when its set-up costs money, and only then; counted once per
+request, with its fix on /stats, its metric, and one WARNING per advisory and catalogue."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from multidict import CIMultiDict
+
+from proxy_harness import FakeUpstream, Proxy, dumps, stats_of, total_is
+from test_drift import metric_samples
+from toolslim.core.facts import CatalogueFacts
+from toolslim.observe.advice import ADVICE, FIX, GEMINI_DECLARATION_LIMIT, advise, is_claude_code
+
+CLAUDE_CODE = {
+    "User-Agent": "claude-cli/2.1.197 (external, cli)",
+    "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
+}
+
+
+def tool(name: str) -> dict[str, Any]:
+    return {"name": name, "description": f"{name}.", "input_schema": {"type": "object"}}
+
+
+BUILT_IN = [tool("Bash"), tool("Read")]
+MCP = [tool("mcp__git__git_log"), tool("mcp__fetch__fetch")]
+
+
+def claude_body(catalogue: list[dict[str, Any]], model: str = "claude-sonnet-4-5") -> bytes:
+    return dumps({"model": model, "messages": [{"role": "user", "content": "hi"}],
+                  "tools": catalogue})  # fmt: skip
+
+
+def advised(api: str, headers: dict[str, str], body: bytes) -> list[tuple[str, int]]:
+    catalogue = json.loads(body)["tools"]
+    facts = CatalogueFacts(orjson.dumps(catalogue))
+    return [(name, size) for name, size in advise(api, CIMultiDict(headers), body, [facts])]
+
+
+def mcp_bytes(catalogue: list[dict[str, Any]], write: Callable[[Any], bytes] = orjson.dumps) -> int:
+    """The bytes of the catalogue's MCP tools as `write` writes them (the client's bytes)."""
+    return sum(len(write(t)) for t in catalogue if t["name"].startswith("mcp__"))
+
+
+# --- claude_code_tool_search_off ---------------------------------------------------------------
+
+
+def test_claude_code_with_mcp_tools_and_no_tool_search_is_advised_with_the_mcp_bytes() -> None:
+    body = claude_body(BUILT_IN + MCP)
+    assert advised("anthropic", CLAUDE_CODE, body) == [
+        ("claude_code_tool_search_off", mcp_bytes(MCP))
+    ]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"User-Agent": "claude-cli/2.1.197"}, {"anthropic-beta": "claude-code-20250219"}],
+    ids=["user agent", "beta value"],
+)
+def test_claude_code_is_known_by_its_user_agent_or_its_beta_value(headers: dict[str, str]) -> None:
+    assert is_claude_code(CIMultiDict(headers))
+
+
+QUIET = {
+    "tool search is on": (CLAUDE_CODE, claude_body([*BUILT_IN, tool("ToolSearch"), *MCP])),
+    "no MCP tool": (CLAUDE_CODE, claude_body(BUILT_IN)),
+    "not Claude Code": ({"User-Agent": "anthropic-sdk/1.0"}, claude_body(BUILT_IN + MCP)),
+    "a model that never defers": (
+        CLAUDE_CODE,
+        claude_body(BUILT_IN + MCP, model="claude-3-5-haiku-20241022"),
+    ),
+}
+
+
+@pytest.mark.parametrize(("headers", "body"), QUIET.values(), ids=QUIET.keys())
+def test_claude_code_is_not_advised_where_tool_search_would_change_nothing(
+    headers: dict[str, str], body: bytes
+) -> None:
+    assert advised("anthropic", headers, body) == []
+
+
+# --- gemini_declarations_over_limit ------------------------------------------------------------
+
+
+def gemini_body(declarations: int) -> bytes:
+    found = [{"name": f"tool_{i}", "parametersJsonSchema": {"type": "object"}}
+             for i in range(declarations)]  # fmt: skip
+    return dumps({"contents": [], "tools": [{"functionDeclarations": found}]})
+
+
+def test_a_gemini_catalogue_over_the_apis_limit_is_advised_and_one_at_the_limit_is_not() -> None:
+    over = gemini_body(GEMINI_DECLARATION_LIMIT + 1)
+    assert advised("gemini", {}, over) == [("gemini_declarations_over_limit", 0)]
+    assert advised("gemini", {}, gemini_body(GEMINI_DECLARATION_LIMIT)) == []
+
+
+def test_every_advisory_has_a_fix_that_names_what_to_change() -> None:
+    assert set(FIX) == set(ADVICE)
+    assert "ENABLE_TOOL_SEARCH=true" in FIX["claude_code_tool_search_off"]
+    assert "512" in FIX["gemini_declarations_over_limit"]
+    assert "websocket: true" in FIX["websocket_disabled"]
+
+
+# --- through the proxy -------------------------------------------------------------------------
+
+
+async def post(
+    client: aiohttp.ClientSession, url: Any, body: bytes, headers: dict[str, str]
+) -> None:
+    async with client.post(url, data=body, headers=headers) as response:
+        await response.read()
+
+
+async def test_an_advisory_is_counted_once_per_request_with_its_fix_metric_and_one_warning(
+    upstream: FakeUpstream,
+    proxy: Proxy,
+    client: aiohttp.ClientSession,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = await proxy()
+    url = server.make_url("/v1/messages?beta=true")
+    with caplog.at_level(logging.WARNING, logger="toolslim"):
+        for _ in range(3):
+            await post(client, url, claude_body(BUILT_IN + MCP), CLAUDE_CODE)
+        await post(client, url, claude_body(BUILT_IN + MCP[:1]), CLAUDE_CODE)  # another catalogue
+        await post(client, url, claude_body(BUILT_IN), CLAUDE_CODE)  # nothing to advise
+        await post(client, url, claude_body(BUILT_IN + MCP), {})  # not Claude Code
+        snapshot = await stats_of(client, server, total_is(6))
+    advice = snapshot["advice"]
+    assert advice["claude_code_tool_search_off"] == {
+        "requests": 4,
+        "bytes": 3 * mcp_bytes(MCP, dumps) + mcp_bytes(MCP[:1], dumps),
+        "fix": FIX["claude_code_tool_search_off"],
+    }
+    assert advice["gemini_declarations_over_limit"]["requests"] == 0
+    async with client.get(server.make_url("/metrics")) as response:
+        samples = metric_samples(await response.text(), "toolslim_advice_requests_total")
+    assert samples == {name: float(advice[name]["requests"]) for name in ADVICE}
+    warnings = [r for r in caplog.records if "advice claude_code_tool_search_off" in r.message]
+    assert len(warnings) == 2  # one per catalogue
+    assert all(r.levelno == logging.WARNING for r in warnings)
+    assert "ENABLE_TOOL_SEARCH=true" in warnings[0].getMessage()
+
+
+async def test_a_gemini_request_over_the_limit_is_advised_through_the_proxy(
+    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
+) -> None:
+    server = await proxy()
+    url = server.make_url("/v1beta/models/gemini-2.5-pro:generateContent")
+    await post(client, url, gemini_body(GEMINI_DECLARATION_LIMIT + 1), {"x-goog-api-key": "k"})
+    await post(client, url, gemini_body(3), {"x-goog-api-key": "k"})
+    snapshot = await stats_of(client, server, total_is(2))
+    assert snapshot["advice"]["gemini_declarations_over_limit"]["requests"] == 1
+    assert snapshot["advice"]["claude_code_tool_search_off"]["requests"] == 0
+
+
+async def test_websocket_disabled_counts_each_refused_upgrade_and_warns_once(
+    upstream: FakeUpstream,
+    proxy: Proxy,
+    client: aiohttp.ClientSession,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = await proxy(websocket=False)
+    with caplog.at_level(logging.WARNING, logger="toolslim"):
+        for _ in range(2):
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await client.ws_connect(server.make_url("/v1/responses"))
+            assert refused.value.status == 426
+        snapshot = await stats_of(client, server)
+    advice = snapshot["advice"]["websocket_disabled"]
+    assert (advice["requests"], advice["bytes"]) == (2, 0)
+    assert advice["requests"] == snapshot["websockets"]["refused"]
+    assert advice["fix"] == FIX["websocket_disabled"]
+    warnings = [r for r in caplog.records if "advice websocket_disabled" in r.getMessage()]
+    assert len(warnings) == 1

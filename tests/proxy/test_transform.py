@@ -1,0 +1,103 @@
+"""transform: the pipeline call shared by every transport, the body-size limits, and what is
+too heavy for the event loop (it is run again on the worker thread, with the same result)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import json
+import random
+import threading
+
+import pytest
+from multidict import CIMultiDict
+
+from proxy_harness import ANTHROPIC, dumps
+from toolslim.core.pipeline import Pipeline
+from toolslim.proxy.offload import Offload
+from toolslim.proxy.transform import ON_LOOP_BYTES, ON_LOOP_CODED, transform
+
+LIMIT = 32 * 1024 * 1024
+
+
+def body_of(size: int, text: str = "x") -> bytes:
+    """An Anthropic body of about `size` bytes whose catalogue the compactor changes."""
+    padded = dict(ANTHROPIC, messages=[{"role": "user", "content": text * size}])
+    return dumps(padded)
+
+
+def incompressible(size: int) -> bytes:
+    return body_of(1, base64.b64encode(random.Random(size).randbytes(size * 3 // 4)).decode())
+
+
+def headers(coding: str = "") -> CIMultiDict[str]:
+    return CIMultiDict({"Content-Encoding": coding} if coding else {})
+
+
+def test_a_small_body_is_transformed_on_the_loop_as_it_is_elsewhere() -> None:
+    body = body_of(1000)
+    on_loop = transform(body, headers(), Pipeline(["toolschema"]), LIMIT, "anthropic", on_loop=True)
+    elsewhere = transform(body, headers(), Pipeline(["toolschema"]), LIMIT, "anthropic")
+    assert on_loop is not None and elsewhere is not None
+    assert on_loop[0].applied and b"".join(on_loop[1]) == b"".join(elsewhere[1])
+
+
+@pytest.mark.parametrize(
+    ("body", "coding"),
+    [
+        (body_of(ON_LOOP_BYTES + 1), ""),  # large as sent
+        (gzip.compress(incompressible(ON_LOOP_CODED * 2)), "gzip"),  # large as sent, coded
+        (gzip.compress(body_of(ON_LOOP_BYTES * 2)), "gzip"),  # small, but inflates past it
+        (b"".join(gzip.compress(b" ") for _ in range(5000)) + gzip.compress(body_of(10)), "gzip"),
+    ],
+    ids=["large", "large coded", "inflates past the loop's share", "many gzip members"],
+)
+def test_heavy_work_is_left_for_the_worker_thread_which_gives_the_same_result(
+    body: bytes, coding: str
+) -> None:
+    pipeline = Pipeline(["toolschema"])
+    assert transform(body, headers(coding), pipeline, LIMIT, "anthropic", on_loop=True) is None
+    sent = headers(coding)
+    report, pieces = transform(body, sent, pipeline, LIMIT, "anthropic") or ((), ())
+    assert report.applied  # compacted, and forwarded decoded without its Content-Encoding
+    assert "Content-Encoding" not in sent
+    sent_body = gzip.decompress(body) if coding else body
+    assert json.loads(b"".join(pieces))["messages"] == json.loads(sent_body)["messages"]
+
+
+@pytest.mark.parametrize("coding", ["", "gzip"])
+def test_a_body_over_max_catalogue_bytes_is_forwarded_as_sent_skipped_too_large(
+    coding: str,
+) -> None:
+    plain = body_of(5000)
+    body = gzip.compress(plain) if coding else plain
+    sent = headers(coding)
+    done = transform(body, sent, Pipeline(["toolschema"]), LIMIT, "anthropic", len(plain) - 1)
+    assert done is not None
+    report, pieces = done
+    assert pieces == (body,) and sent.get("Content-Encoding", "") == coding
+    assert [(run.outcome, run.reason) for run in report.runs] == [("skipped", "too_large")]
+
+
+async def test_the_worker_thread_runs_jobs_off_the_loop_and_takes_no_more_than_its_bound() -> None:
+    offload = Offload(Pipeline(["toolschema"]), max_jobs=1)
+    try:
+        release = threading.Event()
+        where: list[str] = []
+
+        def job() -> str:
+            where.append(threading.current_thread().name)
+            release.wait(5)
+            return "done"
+
+        first = asyncio.ensure_future(offload.run(job))
+        await asyncio.sleep(0)
+        assert await offload.run(job) is None  # the one job allowed is running
+        release.set()
+        assert await first == "done"
+        assert where[0].startswith("toolslim-offload")
+        await asyncio.sleep(0.01)
+        assert offload.jobs == 0
+    finally:
+        offload.close()

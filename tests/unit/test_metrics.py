@@ -1,0 +1,393 @@
+"""metrics: /metrics renders the same snapshot as /stats, field by field, in an owned registry."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import prometheus_client
+from prometheus_client.parser import text_string_to_metric_families
+
+from test_stats import FakeClock, mixed_stats
+from toolslim.observe.metrics import CONTENT_TYPE, exposition, make_registry
+from toolslim.observe.stats import Stats
+
+Sample = tuple[str, frozenset[tuple[str, str]]]
+
+REQUIRED = {
+    "toolslim_requests_total",
+    "toolslim_active_streams",
+    "toolslim_client_disconnects_total",
+    "toolslim_upstream_errors_total",
+    "toolslim_component_runs_total",
+    "toolslim_component_skips_total",
+    "toolslim_tool_schema_bytes_saved_total",
+    "toolslim_tool_schema_tokens_saved_total",
+    "toolslim_component_bytes_saved_total",
+    "toolslim_component_tokens_saved_total",
+    "toolslim_component_deferred_bytes_saved_total",
+    "toolslim_component_deferred_tokens_saved_total",
+    "toolslim_component_removed_total",
+    "toolslim_tools_seen_total",
+    "toolslim_memo_hits_total",
+    "toolslim_memo_misses_total",
+    "toolslim_memo_entries",
+    "toolslim_upstream_tokens_total",
+    "toolslim_usage_unavailable_total",
+    "toolslim_proxy_overhead_seconds",
+    "toolslim_upstream_ttfb_seconds",
+    "toolslim_cache_warm_break_even_requests",
+    "toolslim_cache_cold_tokens_saved_total",
+    "toolslim_cache_warm_tokens_saved_total",
+}
+
+# Snapshot fields /metrics leaves out on purpose: derived in Prometheus (uptime, windowed
+# percentiles: use histogram_quantile), or a time series Prometheus keeps itself.
+NOT_EXPORTED = {
+    "version",
+    "uptime_seconds",
+    "series",
+    "capture.enabled",  # configuration, not a measurement
+    "timings.proxy_overhead_seconds.p50",
+    "timings.proxy_overhead_seconds.p90",
+    "timings.proxy_overhead_seconds.p99",
+    "timings.upstream_ttfb_seconds.p50",
+    "timings.upstream_ttfb_seconds.p90",
+    "timings.upstream_ttfb_seconds.p99",
+    "drift.recent",
+    "advice.claude_code_tool_search_off.fix",
+    "advice.gemini_declarations_over_limit.fix",
+    "advice.websocket_disabled.fix",
+}
+
+
+def scrape(stats: Stats) -> dict[str, Any]:
+    text = prometheus_client.generate_latest(make_registry(stats)).decode()
+    return {family.name: family for family in text_string_to_metric_families(text)}
+
+
+def samples(families: dict[str, Any]) -> dict[Sample, float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value for f in families.values() for s in f.samples
+    }
+
+
+def one(name: str, **labels: str) -> Sample:
+    return (name, frozenset(labels.items()))
+
+
+def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str]]:
+    """What /metrics must show for `snap`, written independently of metrics.py, and the
+    snapshot paths it covers."""
+    out: dict[Sample, float] = {}
+    covered: set[str] = set()
+
+    def put(path: str, sample: Sample, value: Any) -> None:
+        covered.add(path)
+        if value is not None:
+            out[sample] = value
+
+    req = snap["requests"]
+    put("started_at", one("toolslim_start_time_seconds"), snap["started_at"])
+    put("requests.total", one("toolslim_requests_total"), req["total"])
+    for key, label, name in (
+        ("by_upstream", "upstream", "toolslim_requests_by_upstream_total"),
+        ("by_api", "api", "toolslim_requests_by_api_total"),
+        ("by_status", "status_class", "toolslim_requests_by_status_total"),
+        ("upstream_errors", "kind", "toolslim_upstream_errors_total"),
+        ("by_transport", "transport", "toolslim_requests_by_transport_total"),
+    ):
+        for value_name, value in req[key].items():
+            put(f"requests.{key}.{value_name}", one(name, **{label: value_name}), value)
+    websockets = snap["websockets"]
+    put("websockets.active", one("toolslim_websockets_active"), websockets["active"])
+    put("websockets.total", one("toolslim_websockets_total"), websockets["total"])
+    put("websockets.refused", one("toolslim_websockets_refused_total"), websockets["refused"])
+    for closer, value in websockets["closed_by"].items():
+        sample = one("toolslim_websockets_closed_total", closed_by=closer)
+        put(f"websockets.closed_by.{closer}", sample, value)
+    connections = snap["connections"]
+    for key, name in (
+        ("open", "toolslim_client_connections"),
+        ("busy", "toolslim_client_connections_busy"),
+        ("max", "toolslim_client_connections_max"),
+        ("buffered_bytes", "toolslim_request_buffer_bytes"),
+        ("max_buffered_bytes", "toolslim_request_buffer_capacity_bytes"),
+    ):
+        put(f"connections.{key}", one(name), connections[key])
+    for reason, value in connections["closed"].items():
+        sample = one("toolslim_client_connections_closed_total", reason=reason)
+        put(f"connections.closed.{reason}", sample, value)
+    for key in ("written", "dropped", "errors"):
+        put(f"capture.{key}", one(f"toolslim_capture_{key}_total"), snap["capture"][key])
+    put(
+        "requests.bytes_received",
+        one("toolslim_request_received_bytes_total"),
+        req["bytes_received"],
+    )
+    put(
+        "requests.bytes_forwarded",
+        one("toolslim_request_forwarded_bytes_total"),
+        req["bytes_forwarded"],
+    )
+    put("requests.active_streams", one("toolslim_active_streams"), req["active_streams"])
+    put("requests.tokens_pending", one("toolslim_token_counts_pending"), req["tokens_pending"])
+    put(
+        "requests.tokens_skipped",
+        one("toolslim_token_counts_skipped_total"),
+        req["tokens_skipped"],
+    )
+    put(
+        "requests.client_disconnects",
+        one("toolslim_client_disconnects_total"),
+        req["client_disconnects"],
+    )
+
+    for comp, c in snap["components"].items():
+        p = f"components.{comp}"
+        for outcome in ("applied", "skipped", "error"):
+            put(
+                f"{p}.{outcome}",
+                one("toolslim_component_runs_total", component=comp, outcome=outcome),
+                c[outcome],
+            )
+        for reason, value in c["skip_reasons"].items():
+            put(
+                f"{p}.skip_reasons.{reason}",
+                one("toolslim_component_skips_total", component=comp, reason=reason),
+                value,
+            )
+        for keyword, value in c["removed"].items():
+            put(
+                f"{p}.removed.{keyword}",
+                one("toolslim_component_removed_total", component=comp, keyword=keyword),
+                value,
+            )
+        for key, name in (
+            ("tools_seen", "toolslim_tools_seen_total"),
+            ("tools_changed", "toolslim_tools_changed_total"),
+            ("bytes_saved", "toolslim_component_bytes_saved_total"),
+            ("tokens_saved", "toolslim_component_tokens_saved_total"),
+            ("deferred_bytes_saved", "toolslim_component_deferred_bytes_saved_total"),
+            ("deferred_tokens_saved", "toolslim_component_deferred_tokens_saved_total"),
+        ):
+            put(f"{p}.{key}", one(name, component=comp), c[key])
+        for unit in ("bytes", "tokens"):
+            for stage in ("before", "after"):
+                put(
+                    f"{p}.catalogue_{unit}_{stage}",
+                    one(f"toolslim_component_catalogue_{unit}_total", component=comp, stage=stage),
+                    c[f"catalogue_{unit}_{stage}"],
+                )
+    tool_schema = snap["components"]["toolschema"]
+    out[one("toolslim_tool_schema_bytes_saved_total")] = tool_schema["bytes_saved"]
+    out[one("toolslim_tool_schema_tokens_saved_total")] = tool_schema["tokens_saved"]
+
+    memo = snap["memo"]
+    put("memo.hits", one("toolslim_memo_hits_total"), memo["hits"])
+    put("memo.misses", one("toolslim_memo_misses_total"), memo["misses"])
+    put("memo.size", one("toolslim_memo_entries"), memo["size"])
+    put("memo.capacity", one("toolslim_memo_capacity_entries"), memo["capacity"])
+
+    usage = snap["usage"]
+    for kind, value in usage["tokens"].items():
+        put(f"usage.tokens.{kind}", one("toolslim_upstream_tokens_total", kind=kind), value)
+    put(
+        "usage.responses_with_usage",
+        one("toolslim_responses_with_usage_total"),
+        usage["responses_with_usage"],
+    )
+    put(
+        "usage.usage_unavailable",
+        one("toolslim_usage_unavailable_total"),
+        usage["usage_unavailable"],
+    )
+
+    for key, name in (
+        ("read_multiplier", "toolslim_cache_read_multiplier_ratio"),
+        ("write_multiplier", "toolslim_cache_write_multiplier_ratio"),
+        ("cold_requests", "toolslim_cache_cold_requests_total"),
+        ("warm_requests", "toolslim_cache_warm_requests_total"),
+        ("cold_tokens_saved", "toolslim_cache_cold_tokens_saved_total"),
+        ("warm_tokens_saved", "toolslim_cache_warm_tokens_saved_total"),
+        ("catalogue_tokens", "toolslim_cache_catalogue_tokens"),
+        ("tokens_saved_per_request", "toolslim_cache_saved_per_request_tokens"),
+        ("warm_break_even_requests", "toolslim_cache_warm_break_even_requests"),
+    ):
+        put(f"cache.{key}", one(name), snap["cache"][key])
+    for api, catalogues in snap["cache"]["by_api"].items():
+        top = catalogues[0]  # the most requested: its figures, per API
+        for key, name in (
+            ("requests", "toolslim_cache_top_catalogue_requests"),
+            ("catalogue_tokens", "toolslim_cache_top_catalogue_tokens"),
+            ("tokens_saved_per_request", "toolslim_cache_top_catalogue_saved_per_request_tokens"),
+            ("warm_break_even_requests", "toolslim_cache_top_catalogue_warm_break_even_requests"),
+        ):
+            put(f"cache.by_api.{api}", one(name, api=api), top[key])
+
+    drift = snap["drift"]
+    put("drift.sessions", one("toolslim_drift_sessions"), drift["sessions"])
+    for kind, value in drift["changes"].items():
+        put(f"drift.changes.{kind}", one("toolslim_catalogue_changes_total", kind=kind), value)
+    for kind, value in drift["cache_write_tokens_after"].items():
+        sample = one("toolslim_catalogue_change_cache_write_tokens_total", kind=kind)
+        put(f"drift.cache_write_tokens_after.{kind}", sample, value)
+    for name, advice in snap["advice"].items():
+        sample = one("toolslim_advice_requests_total", advice=name)
+        put(f"advice.{name}.requests", sample, advice["requests"])
+        sample = one("toolslim_advice_catalogue_bytes_total", advice=name)
+        put(f"advice.{name}.bytes", sample, advice["bytes"])
+
+    for key in ("proxy_overhead_seconds", "upstream_ttfb_seconds"):
+        h, name, p = snap["timings"][key], f"toolslim_{key}", f"timings.{key}"
+        put(f"{p}.count", one(f"{name}_count"), h["count"])
+        put(f"{p}.sum", one(f"{name}_sum"), h["sum"])
+        for bound, count in h["buckets"]:
+            le = "+Inf" if bound == "+Inf" else repr(float(bound))
+            put(f"{p}.buckets", one(f"{name}_bucket", le=le), count)
+    return out, covered
+
+
+def leaf_paths(value: Any, prefix: str = "") -> set[str]:
+    if isinstance(value, dict):
+        return set().union(
+            *(leaf_paths(v, f"{prefix}.{k}" if prefix else k) for k, v in value.items())
+        )
+    return {prefix}
+
+
+def test_metrics_equal_the_snapshot_field_by_field() -> None:
+    stats, _ = mixed_stats()
+    snap = stats.snapshot()
+    expected, _ = expected_samples(snap)
+    assert samples(scrape(stats)) == expected
+
+
+def test_every_snapshot_field_is_exported_or_deliberately_left_out() -> None:
+    stats, _ = mixed_stats()
+    snap = stats.snapshot()
+    _, covered = expected_samples(snap)
+    leaves = {
+        path
+        for path in leaf_paths(snap)
+        if not any(path == skip or path.startswith(skip + ".") for skip in NOT_EXPORTED)
+    }
+    assert leaves - covered == set()
+
+
+def test_every_required_family_is_present_with_help_text() -> None:
+    stats, _ = mixed_stats()
+    text = prometheus_client.generate_latest(make_registry(stats)).decode()
+    names = set(re.findall(r"^# TYPE (\S+) ", text, flags=re.MULTILINE))
+    assert names >= REQUIRED
+    helps = dict(re.findall(r"^# HELP (\S+) (.*)$", text, flags=re.MULTILINE))
+    assert set(helps) == names
+    assert all(len(h) > 10 for h in helps.values()), helps
+
+
+def test_names_are_toolslim_thing_unit_and_counters_end_in_total() -> None:
+    stats, _ = mixed_stats()
+    text = prometheus_client.generate_latest(make_registry(stats)).decode()
+    for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", text, flags=re.MULTILINE):
+        assert re.fullmatch(r"toolslim_[a-z][a-z0-9_]*[a-z]", name), name
+        assert (kind == "counter") == name.endswith("_total"), (name, kind)
+        assert kind in {"counter", "gauge", "histogram"}, (name, kind)
+    for family in scrape(stats).values():
+        for sample in family.samples:
+            assert not sample.name.endswith("_created"), sample.name
+
+
+def test_labels_are_the_bounded_documented_sets() -> None:
+    stats, _ = mixed_stats()
+    labels: dict[str, set[str]] = {}
+    for family in scrape(stats).values():
+        for sample in family.samples:
+            labels.setdefault(family.name, set()).update(sample.labels)
+    allowed = {
+        "upstream",
+        "api",
+        "status_class",
+        "kind",
+        "component",
+        "outcome",
+        "reason",
+        "keyword",
+        "stage",
+        "le",
+        "transport",
+        "closed_by",
+        "advice",
+    }
+    assert set().union(*labels.values()) <= allowed
+    assert labels["toolslim_component_runs"] == {"component", "outcome"}
+    assert labels["toolslim_component_skips"] == {"component", "reason"}
+    assert labels["toolslim_upstream_tokens"] == {"kind"}
+
+
+def test_break_even_sample_is_absent_until_there_is_a_catalogue() -> None:
+    families = scrape(Stats(["toolschema"]))
+    assert families["toolslim_cache_warm_break_even_requests"].samples == []
+    assert families["toolslim_tool_schema_tokens_saved"].samples[0].value == 0
+
+
+def test_each_api_s_most_requested_catalogue_is_exported_and_its_nulls_have_no_sample() -> None:
+    stats, _ = mixed_stats()
+    found = samples(scrape(stats))
+    by_api = stats.snapshot()["cache"]["by_api"]
+    assert set(by_api) == {"anthropic", "openai-chat"}
+    assert found[one("toolslim_cache_top_catalogue_requests", api="anthropic")] == 5
+    assert found[one("toolslim_cache_top_catalogue_tokens", api="anthropic")] == 16_000
+    assert by_api["openai-chat"][0]["catalogue_tokens"] is None  # nothing was saved on it
+    assert one("toolslim_cache_top_catalogue_tokens", api="openai-chat") not in found
+    assert one("toolslim_cache_top_catalogue_warm_break_even_requests", api="openai-chat") not in (
+        found
+    )
+    assert found[one("toolslim_cache_top_catalogue_requests", api="openai-chat")] == 1
+
+
+def test_tool_schema_families_read_zero_when_toolschema_is_not_configured() -> None:
+    found = samples(scrape(Stats([])))
+    assert found[one("toolslim_tool_schema_bytes_saved_total")] == 0
+    assert found[one("toolslim_tool_schema_tokens_saved_total")] == 0
+
+
+def test_each_scrape_takes_exactly_one_fresh_snapshot() -> None:
+    clock = FakeClock()
+    stats = Stats(["toolschema"], clock=clock)
+    calls = 0
+    original = stats.snapshot
+
+    def counting_snapshot() -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        return original()
+
+    stats.snapshot = counting_snapshot  # type: ignore[method-assign]
+    registry = make_registry(stats)
+    assert calls == 0  # registering does not scrape
+    prometheus_client.generate_latest(registry)
+    assert calls == 1
+    stats.record_request(upstream="anthropic", api="anthropic", status=200, bytes_in=1, bytes_out=1)
+    text = prometheus_client.generate_latest(registry).decode()
+    assert calls == 2
+    assert "toolslim_requests_total 1.0" in text
+
+
+def test_the_global_registry_is_never_touched() -> None:
+    before = prometheus_client.generate_latest(prometheus_client.REGISTRY)
+    stats, _ = mixed_stats()
+    registries = make_registry(stats), make_registry(stats)  # two apps, no clash
+    assert registries[0] is not registries[1]
+    after = prometheus_client.generate_latest(prometheus_client.REGISTRY)
+    assert b"toolslim_" not in after
+    assert {line for line in after.splitlines() if line.startswith(b"#")} == {
+        line for line in before.splitlines() if line.startswith(b"#")
+    }
+
+
+def test_exposition_is_the_prometheus_text_format_of_one_scrape() -> None:
+    stats, _ = mixed_stats()
+    registry = make_registry(stats)
+    assert exposition(registry) == prometheus_client.generate_latest(registry)
+    assert CONTENT_TYPE == prometheus_client.CONTENT_TYPE_LATEST
+    assert CONTENT_TYPE.startswith("text/plain; version=")
