@@ -1,1 +1,2 @@
-"""config"""
+"""Configuration: the option table (every default), value checks, Settings and the docs made
+from the table."""

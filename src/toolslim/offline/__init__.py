@@ -1,1 +1,1 @@
-"""offline"""
+"""The offline commands: the core without HTTP (compact, report)."""

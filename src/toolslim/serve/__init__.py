@@ -1,1 +1,1 @@
-"""serve"""
+"""The process: listening, signals, the shutdown sequence and gunicorn workers."""

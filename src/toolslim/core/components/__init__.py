@@ -1,1 +1,1 @@
-"""core/components"""
+"""The components, each one declared step of the pipeline."""
