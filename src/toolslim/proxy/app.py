@@ -97,7 +97,10 @@ def make_app(
     workers: it publishes its counters there, and /stats and /metrics answer all of theirs.
     """
     pipeline = Pipeline(
-        settings.pipeline, memo_size=settings.memo_size, options=settings.components
+        settings.pipeline,
+        memo_size=settings.memo_size,
+        memo_bytes=settings.memo_bytes,
+        options=settings.components,
     )
     pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = set()
     recorder = None
@@ -112,6 +115,7 @@ def make_app(
         cache_read_multiplier=settings.cache_read_multiplier,
         cache_write_multiplier=settings.cache_write_multiplier,
         memo_gauges=pipeline.memo_gauges,
+        memo_byte_gauges=pipeline.memo_byte_gauges,
         tokens_pending=lambda: len(pending),
         connection_gauges=lambda: door.gauges(),
         capture_counts=None if recorder is None else functools.partial(_capture_counts, recorder),
@@ -172,7 +176,12 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
     )
     # The worker thread's own pipeline: the memo is not thread-safe (see offload).
     offload = Offload(
-        Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
+        Pipeline(
+            settings.pipeline,
+            memo_size=settings.memo_size,
+            memo_bytes=settings.memo_bytes,
+            options=settings.components,
+        )
     )
     door = app[DOOR]
     async with (
