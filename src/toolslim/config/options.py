@@ -311,8 +311,9 @@ OPTIONS: Final[tuple[Option, ...]] = (
         doc="Most bytes the memo holds, counted per entry as its catalogue, its rewrite and "
         "up to four copies joined to a body's short rest (~400 KB for Claude Code's 65 KB "
         "catalogue): the least recently used entries go first, whichever of `memo_size` and "
-        "this bound is reached. The worker thread that takes large bodies keeps a memo of "
-        "its own with the same bounds.",
+        "this bound is reached. The worker thread that takes bodies over 1 MiB keeps a memo "
+        "of its own with the same bounds; drift keeps the facts of previous catalogues "
+        "within a quarter of it.",
     ),
     Option(
         name="pool_size",

@@ -29,7 +29,7 @@ from aiohttp.typedefs import Handler
 
 from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
-from toolslim.observe import capture, fleet, logs, metrics
+from toolslim.observe import capture, drift, fleet, logs, metrics
 from toolslim.observe.exchange import Ledger
 from toolslim.observe.stats import Stats
 from toolslim.proxy import admin
@@ -173,6 +173,7 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
         state.pending,
         state.log_lines,
         drift_sessions=settings.drift_max_sessions,
+        drift_kept_bytes=settings.memo_bytes // drift.KEPT_SHARE,
     )
     # The worker thread's own pipeline: the memo is not thread-safe (see offload).
     offload = Offload(
