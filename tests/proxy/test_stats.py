@@ -514,7 +514,6 @@ def test_every_snapshot_key_is_documented_in_docs_stats_md() -> None:
     assert not missing, f"document these /stats keys in {DOCS.name}: {missing}"
 
 
-
 # --- deferred tools, end to end through the real proxy ------------------------------------------
 
 # Claude Code with tool search on: ToolSearch and Bash eager, two found tools deferred. Each

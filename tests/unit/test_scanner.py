@@ -4,7 +4,6 @@ valid or broken, whatever the memo holds."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -114,20 +113,17 @@ def test_a_rest_closes_the_body_only_as_the_end_of_its_top_level_object(
     assert closes_body(body, len(b'{"tools":[1]')) is closes
 
 
-@given(st.lists(st.booleans(), min_size=16, max_size=16), st.booleans())
-def test_additional_tools_is_recognised_however_its_letters_are_escaped(
-    escaped: list[bool], upper: bool
-) -> None:
-    def letter(char: str, escape: bool) -> str:
-        code = f"\\u{ord(char):04x}"
-        return (code.upper().replace("\\U", "\\u") if upper else code) if escape else char
-
-    spelled = "".join(letter(c, e) for c, e in zip("additional_tools", escaped, strict=True))
-    body = ('{"input":[{"type":"' + spelled + '","tools":[]}]}').encode()
-    assert json.loads(body)["input"][0]["type"] == "additional_tools"
-    assert names_additional_tools(body)
-    other = ('{"input":[{"type":"' + spelled[:-1] + 'z","tools":[]}]}').encode()
-    assert not names_additional_tools(other)
+def test_only_additional_tools_spelled_as_codex_spells_it_sends_a_body_to_the_full_parse() -> None:
+    item = b'{"type":"additional_tools","tools":' + CATALOGUE + b"}"
+    body = b'{"model":"gpt","input":[' + item + b"]}"
+    escaped = body.replace(b"additional_tools", b"additional_tool\\u0073")
+    assert names_additional_tools(body) and not names_additional_tools(escaped)
+    assert cold(body, api="openai-responses").body == body.replace(CATALOGUE, COMPACTED)
+    memo = Memo[Entry, Any](8)
+    compact(anthropic(), memo, STRIP)
+    for api in ("openai-responses", None):  # the escaped item is left as it came, either way
+        assert compact(escaped, memo, STRIP, api).body is escaped
+        assert cold(escaped, api=api).body is escaped
 
 
 # The memo hit against the rule, on valid and broken bodies
@@ -199,7 +195,7 @@ def test_a_memo_hit_agrees_with_the_rule_on_every_body(
         assert warm.body is body
 
 
-def test_a_session_turn_is_a_hit_that_parses_nothing_but_the_short_rest() -> None:
+def test_a_turn_whose_head_is_not_json_is_a_memo_hit_compacted_as_without_the_memo() -> None:
     memo = Memo[Entry, Any](8)
     compact(anthropic(), memo, STRIP)
     transcript = b'[{"role":"user","content":"' + b"x" * 100_000 + b'"}]'
