@@ -337,6 +337,7 @@ def test_a_recorder_never_closed_still_lets_the_process_exit_with_its_lines_writ
     assert [r["body"] for r in lines(tmp_path)] == ['{"n":1}']
 
 
+
 def test_every_line_key_is_documented(tmp_path: Path, recorders: list[Recorder]) -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "captures.md").read_text()
     recorder = make(recorders, tmp_path)
