@@ -331,6 +331,11 @@ def main() -> None:
     parser.add_argument("--pin", choices=["auto", "none"], default="auto")
     parser.add_argument("--max-seconds", type=float, default=540, help="start no run after")
     parser.add_argument("--json", type=Path, help="also write every run here")
+    parser.add_argument(
+        "--session-header",
+        action="store_true",
+        help="send X-Claude-Code-Session-Id, as Claude Code does (drift reads it, not the body)",
+    )
     parser.add_argument("--workers", help="e.g. 1,2: compare worker counts (and --loops)")
     parser.add_argument("--loops", help="with --workers: event loops (asyncio,uvloop)")
     args = parser.parse_args()
@@ -339,6 +344,8 @@ def main() -> None:
         return
     if args.quick:
         args.reps, args.duration, args.max_seconds = 1, 1, 100
+    # wrk's requests (rotate.lua) carry Claude Code's session header when this is set.
+    os.environ["BENCH_SESSION"] = "bench-session" if args.session_header else ""
     if shutil.which("wrk") is None:
         raise SystemExit("needs wrk: apt-get install -y wrk")
     sizes = [s for s in args.sizes.split(",") if s]
