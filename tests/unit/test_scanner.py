@@ -90,6 +90,27 @@ def test_skip_value_ends_where_a_parser_ends_a_value() -> None:
         skip_value(b"[1,2", 0)
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(bodies(), st.integers(0, 40), st.sampled_from([b"", b"\xff", b"\x01", b"\\x", b"]", b"NaN"]))
+def test_skip_value_ends_a_value_where_the_plain_scan_does_with_or_without_the_decoder(
+    case: tuple[bytes, int, int, list[Any]], cut: int, noise: bytes
+) -> None:
+    body, start, end, _ = case
+    at = min(start + cut, end - 1)
+    broken = body[:at] + noise + body[at:]  # perhaps no longer JSON inside the catalogue
+    for candidate in (body, broken):
+        try:
+            plain: int | str = skip_value(candidate, start)
+        except ValueError as exc:
+            plain = str(exc)
+        try:
+            fast: int | str = skip_value(candidate, start, candidate.decode("latin-1"))
+        except ValueError as exc:
+            fast = str(exc)
+        assert fast == plain
+    assert skip_value(body, start, body.decode("latin-1")) == end
+
+
 @pytest.mark.parametrize(
     ("rest", "closes"),
     [

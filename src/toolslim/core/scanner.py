@@ -6,6 +6,7 @@ prometheus_client.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Final
 
@@ -21,6 +22,7 @@ _BACKSLASH, _COLON, _COMMA, _CLOSE = b"\\:,}"
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _STRUCTURAL = re.compile(rb'["\[\]{}]')
 _SCALAR = re.compile(rb"[^\s,\]}]+")
+_DECODE = json.JSONDecoder().raw_decode  # C: (text, index) -> (value, end index)
 
 
 def skip_ws(body: bytes, at: int) -> int:
@@ -49,11 +51,20 @@ def value_after_key(body: bytes, at: int, length: int) -> int | None:
     return None
 
 
-def skip_value(body: bytes, at: int) -> int:
+def skip_value(body: bytes, at: int, text: str | None = None) -> int:
     """The end of the JSON value starting at `at`, read by its strings and brackets alone
     (ValueError when they do not close). On a valid value it is the parser's end; on any other
-    the end depends on the value's own bytes only, never on what follows a closed value."""
+    the end depends on the value's own bytes only, never on what follows a closed value.
+
+    `text`, the body read as Latin-1 (one character per byte), lets the stdlib's C decoder
+    find the end of an array or object it reads (5x faster); the scan below is the plain
+    version, and decides whatever the decoder refuses."""
     first = body[at : at + 1]
+    if text is not None and first in (b"[", b"{"):
+        try:
+            return int(_DECODE(text, at)[1])
+        except (ValueError, RecursionError):
+            pass
     if first == b'"':
         match = _STRING.match(body, at)
         if match is None:
@@ -130,6 +141,7 @@ def catalogue_member(body: bytes) -> Member | None:
     same whatever the memo holds (the upstream refuses it either way).
     """
     end = len(body)
+    text = None
     for _ in range(CANDIDATES):
         key_start = body.rfind(TOOLS_KEY, 0, end)
         if key_start == -1:
@@ -138,8 +150,10 @@ def catalogue_member(body: bytes) -> Member | None:
         value_start = value_after_key(body, key_start, len(TOOLS_KEY))
         if value_start is None:
             continue
+        if text is None:
+            text = body.decode("latin-1")
         try:
-            value_end = skip_value(body, value_start)
+            value_end = skip_value(body, value_start, text)
         except ValueError:
             continue
         if closes_body(body, value_end):
