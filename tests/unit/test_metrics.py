@@ -60,7 +60,7 @@ NOT_EXPORTED = {
     "advice.websocket_disabled.fix",
     "advice.unused_mcp_server.fix",
     "advice.unused_mcp_server.servers",
-    "tools",  # per server, summed over clients (see expected_samples); per tool: test_ledger
+    "tools",  # per server, summed over clients (see expected_samples); per tool: test_ledger_book
 }
 
 

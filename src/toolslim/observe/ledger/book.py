@@ -112,6 +112,15 @@ class ToolLedger:
         self.input_tokens = 0
         self.untracked_requests = 0
         self.untracked_calls = 0
+        self._day = (0.0, -1.0, "")  # (start, end, text) of the UTC day last met
+
+    def _day_of(self, now: float) -> str:
+        """`day_of(now)`, made once per day."""
+        start, end, text = self._day
+        if not start <= now < end:
+            start = now // DAY_SECONDS * DAY_SECONDS
+            self._day = (start, start + DAY_SECONDS, text := day_of(now))
+        return text
 
     def record(
         self,
@@ -128,7 +137,7 @@ class ToolLedger:
         """One model call: its catalogues offered, its answer's calls. Returns the catalogues
         whose tool facts are not known yet (to count off the loop, then `known`)."""
         now = self.clock()
-        day = day_of(now)
+        day = self._day_of(now)
         tier = tier_of(usage)
         index = TIERS.index(tier)
         equivalents = self.multipliers[tier]
