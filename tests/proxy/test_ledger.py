@@ -509,3 +509,31 @@ async def test_sixty_requests_over_four_sessions_list_exactly_the_tools_never_ca
     assert advice["servers"][0]["client"] == "claude-cli"
     assert "claude mcp remove docs" in advice["servers"][0]["fix"]
     assert advice["requests"] == 60
+
+
+def diagnosed(reason: str, missed: int) -> bytes:
+    usage = {"input_tokens": 3000, "cache_creation_input_tokens": 2000}
+    diagnostics = {"cache_miss_reason": {"type": reason, "cache_missed_input_tokens": missed}}
+    start = {"type": "message_start", "message": {"usage": usage, "diagnostics": diagnostics}}
+    return sse(start, {"type": "message_delta", "usage": {"output_tokens": 3}})
+
+
+async def test_the_providers_cache_miss_reason_is_counted_and_named_on_the_drift_event(
+    answers: Answers, ledger_proxy: Callable[..., Any], client: aiohttp.ClientSession
+) -> None:
+    answers.content_type = "text/event-stream"
+    proxy = await ledger_proxy()
+    headers = {"X-Claude-Code-Session-Id": "one"}
+    for tools in (ANTHROPIC_TOOLS[:2], ANTHROPIC_TOOLS):  # the second adds a tool: a change
+        answers.body = diagnosed("tools_changed", 2500)
+        body = compact({**ANTHROPIC_BODY, "tools": tools})
+        async with client.post(proxy.make_url("/v1/messages"), data=body, headers=headers) as r:
+            assert await r.read() == answers.body
+    snapshot = await stats_of(client, proxy, lambda s: s["drift"]["changes"]["added"] == 1)
+    assert snapshot["tools"]["cache_miss_reasons"] == {
+        "tools_changed": {"requests": 2, "missed_tokens": 5000}
+    }
+    [change] = snapshot["drift"]["recent"]
+    assert change["kind"] == "added" and change["cache_miss_reason"] == "tools_changed"
+    # Observed only: the request went upstream as the client sent it, no diagnostics added.
+    assert all(b"diagnostics" not in received for received in answers.received)
