@@ -226,3 +226,12 @@ def test_a_call_naming_no_namespace_is_the_one_namespace_member_of_that_name() -
         "b/twice": 1,
     }
     assert export["unknown_calls"] == {"total": 1, "names": {"twice": 1}}
+
+
+def test_gemini_cli_names_its_mcp_tools_with_single_underscores() -> None:
+    raw = orjson.dumps(
+        [{"functionDeclarations": [{"name": "mcp_aws-docs_read_documentation"}, {"name": "glob"}]}]
+    )
+    facts = tool_facts(raw, count_tokens)
+    assert facts.names == ("mcp_aws-docs_read_documentation", "glob")
+    assert facts.servers == ("aws-docs", "builtin")

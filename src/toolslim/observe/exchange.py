@@ -271,6 +271,9 @@ class Ledger:
             cache_miss=observer.cache_miss if observer is not None else None,
         )
         for facts in new:
+            if len(self._tool_counts) >= MAX_COUNTING:  # a flood of new catalogues: later
+                self.stats.tools.forget(facts.digest)
+                continue
             future = self._loop.run_in_executor(
                 self._counter, tool_facts, facts.forwarded, tokens.count_tokens
             )
