@@ -537,3 +537,24 @@ async def test_the_providers_cache_miss_reason_is_counted_and_named_on_the_drift
     assert change["kind"] == "added" and change["cache_miss_reason"] == "tools_changed"
     # Observed only: the request went upstream as the client sent it, no diagnostics added.
     assert all(b"diagnostics" not in received for received in answers.received)
+
+
+async def test_an_answer_with_an_error_status_offers_nothing(
+    aiohttp_server: Any, client: aiohttp.ClientSession
+) -> None:
+    statuses = [529, 200]
+
+    async def answer(request: web.Request) -> web.Response:
+        await request.read()
+        body = {"type": "message", "content": [], "usage": USAGE_READ}
+        return web.json_response(body, status=statuses.pop(0))
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", answer)
+    upstream = await aiohttp_server(app)
+    proxy = await aiohttp_server(make_app(settings_for(f"http://127.0.0.1:{upstream.port}")))
+    for status in (529, 200):
+        async with client.post(proxy.make_url("/v1/messages"), data=compact(ANTHROPIC_BODY)) as r:
+            assert r.status == status
+    snapshot = await stats_of(client, proxy, counted(2))
+    assert {item["requests"] for item in snapshot["tools"]["costliest"]} == {1}

@@ -208,7 +208,7 @@ class Ledger:
         if exchange.report.catalogues:
             miss = observer.cache_miss if observer is not None else None
             catalogue = self._decide(exchange, exchange.report.catalogues, usage, model_call, miss)
-            if model_call:
+            if model_call and 200 <= exchange.status < 300:  # an error offered nothing billed
                 self._offered(exchange, exchange.report.catalogues, usage, observer)
         if exchange.tokens is None:
             self._record_tokens(exchange.counted, usage, owed, catalogue)
