@@ -124,7 +124,7 @@ def run(
     rejected = sum(f.finding.severity == "rejected" for f in found)
     print(
         f"toolslim lint: {len(found)} findings ({rejected} rejected,"
-        f" {len(found) - rejected} degraded) in {len(paths)} files",
+        f" {len(found) - rejected} degraded) in {len(paths)} file{'' if len(paths) == 1 else 's'}",
         file=err,
     )
     if status == OK and rejected:
