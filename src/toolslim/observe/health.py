@@ -118,20 +118,31 @@ class Linter:
         # (catalogue digest, API) -> its findings: a catalogue met again in new facts (a memo
         # entry that is not the most recent) is not linted again, nor warned about.
         self._linted: OrderedDict[tuple[bytes, str], tuple[Finding, ...]] = OrderedDict()
+        # The findings counted last and their distinct rules, made once per catalogue.
+        self._rules: tuple[tuple[Finding, ...], tuple[str, ...]] = ((), ())
 
     def request(
         self, api: str, catalogues: Sequence[CatalogueFacts], method: str, path: str
     ) -> tuple[Finding, ...]:
         """The findings of the request's catalogues for the provider behind `api`, counted;
         each is logged once (a WARNING) the first time its catalogue is seen."""
-        if not catalogues or api not in PROVIDER_OF:
+        if len(catalogues) == 1:  # the usual request; on a memo hit its findings are known
+            facts = catalogues[0]
+            found = facts.known_findings(api)
+            if found is None:
+                if api not in PROVIDER_OF:
+                    return ()
+                found = self._of(facts, api, method, path)
+        elif not catalogues or api not in PROVIDER_OF:
             return ()
-        if len(catalogues) == 1:
-            found = self._of(catalogues[0], api, method, path)
         else:
             found = tuple(f for c in catalogues for f in self._of(c, api, method, path))
         if found:
-            self.health.record_request(tuple(dict.fromkeys(f.rule for f in found)))
+            kept, rules = self._rules
+            if found is not kept:  # a session's memo hits carry the very same findings
+                rules = tuple(dict.fromkeys(f.rule for f in found))
+                self._rules = (found, rules)
+            self.health.record_request(rules)
         return found
 
     def _of(
