@@ -82,7 +82,9 @@ def test_a_400_is_read_for_the_place_it_names_compressed_or_not(gzipped: bool) -
     answer = gzip.compress(REFUSAL) if gzipped else REFUSAL
     findings = catalogue.findings("anthropic")
     names = catalogue.tools.names
-    linter.answered(400, findings, answer, "gzip" if gzipped else None, names, "POST /v1/messages")
+    linter.answered(
+        "anthropic", 400, findings, answer, "gzip" if gzipped else None, names, "POST /v1/messages"
+    )
     lint_ = stats.snapshot()["lint"]
     assert lint_["rules"]["anthropic_root_combinator"]["upstream_rejections"] == 1
     assert lint_["upstream_rejections"] == {"explained": 1, "unexplained": 0}
@@ -96,9 +98,12 @@ def test_a_400_that_names_a_clean_tool_is_unexplained_and_other_statuses_are_not
     names = catalogue.tools.names
     answer = b'{"error":{"message":"Invalid schema for function \'Read\': bad"}}'
     with caplog.at_level(logging.WARNING, logger="toolslim.proxy.lint"):
-        linter.answered(400, (), answer, None, names, "POST /v1/chat/completions")
-        linter.answered(429, (), answer, None, names, "POST /v1/chat/completions")
-        linter.answered(400, (), b'{"error":{"message":"bad max_tokens"}}', None, names, "x")
+        linter.answered("openai-chat", 400, (), answer, None, names, "POST /v1/chat/completions")
+        linter.answered("openai-chat", 429, (), answer, None, names, "POST /v1/chat/completions")
+        linter.answered(
+            "openai-chat", 400, (), b'{"error":{"message":"bad max_tokens"}}', None, names, "x"
+        )
+        linter.answered("other", 400, (), answer, None, names, "POST /x")  # not linted
     assert stats.snapshot()["lint"]["upstream_rejections"] == {"explained": 0, "unexplained": 1}
     [line] = [r.getMessage() for r in caplog.records]
     assert 'unexplained by lint; it names "Read"' in line

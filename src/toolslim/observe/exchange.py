@@ -258,6 +258,7 @@ class Ledger:
         names = [name for facts in catalogues for name in facts.tools.names]
         where = f"{exchange.method} {exchange.path}"
         self.lint.answered(
+            exchange.route.api,
             exchange.status,
             exchange.findings,
             exchange.answer,

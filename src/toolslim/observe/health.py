@@ -118,6 +118,7 @@ class Linter:
         # (catalogue digest, API) -> its findings: a catalogue met again in new facts (a memo
         # entry that is not the most recent) is not linted again, nor warned about.
         self._linted: OrderedDict[tuple[bytes, str], tuple[Finding, ...]] = OrderedDict()
+        self._recent: CatalogueFacts | None = None  # the one-catalogue facts linted last
         # The findings counted last and their distinct rules, made once per catalogue.
         self._rules: tuple[tuple[Finding, ...], tuple[str, ...]] = ((), ())
 
@@ -126,13 +127,14 @@ class Linter:
     ) -> tuple[Finding, ...]:
         """The findings of the request's catalogues for the provider behind `api`, counted;
         each is logged once (a WARNING) the first time its catalogue is seen."""
-        if len(catalogues) == 1:  # the usual request; on a memo hit its findings are known
+        if len(catalogues) == 1:  # the usual request: a session's turns bring the same facts
             facts = catalogues[0]
-            found = facts.known_findings(api)
+            found = facts.known_findings(api) if facts is self._recent else None
             if found is None:
                 if api not in PROVIDER_OF:
                     return ()
                 found = self._of(facts, api, method, path)
+                self._recent = facts
         elif not catalogues or api not in PROVIDER_OF:
             return ()
         else:
@@ -145,15 +147,10 @@ class Linter:
             self.health.record_request(rules)
         return found
 
-    def _of(
-        self, facts: CatalogueFacts, api: str, method: str, path: str
-    ) -> tuple[Finding, ...]:
-        found = facts.known_findings(api)
-        if found is not None:
-            return found
+    def _of(self, facts: CatalogueFacts, api: str, method: str, path: str) -> tuple[Finding, ...]:
         key = (facts.digest, api)
         found = self._linted.get(key)
-        if found is None:
+        if found is None:  # first seen: found by transform already, or now
             found = facts.findings(api)
             self._linted[key] = found
             if len(self._linted) > LINTED:
@@ -163,11 +160,13 @@ class Linter:
                 log.warning("lint %s (%s %s): %s", _line(finding), method, path, finding.fix)
         else:
             self._linted.move_to_end(key)
-            facts.remember_findings(api, found)
+            if facts.known_findings(api) is None:
+                facts.remember_findings(api, found)
         return found
 
     def answered(
         self,
+        api: str,
         status: int,
         findings: Sequence[Finding],
         answer: bytes,
@@ -177,8 +176,9 @@ class Linter:
     ) -> None:
         """Count an upstream's 400 to a request whose catalogue has a `rejected` finding or
         whose error text names a tool or a schema field, by the finding that explains it;
-        log one line that names the tool. `tools` are the request's tool names in order."""
-        if status != 400:
+        log one line that names the tool. `tools` are the request's tool names in order; an
+        API without a provider (`other`) is never linted, so its 400s are not read."""
+        if status != 400 or api not in PROVIDER_OF:
             return
         text = _text(answer, encoding)
         named = _named(text, tools)
@@ -250,9 +250,7 @@ def _named(text: str, tools: Sequence[str]) -> list[str]:
         if index < len(tools):
             named.append(tools[index])
     named.extend(
-        name
-        for name in tools
-        if name not in named and (f"'{name}'" in text or f'"{name}"' in text)
+        name for name in tools if name not in named and (f"'{name}'" in text or f'"{name}"' in text)
     )
     return named
 

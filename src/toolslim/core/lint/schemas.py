@@ -103,7 +103,8 @@ def objects(schema: JSON) -> Iterator[tuple[tuple[str, ...], dict[str, JSON]]]:
             ((*steps, keyword) if member is None else (*steps, keyword, str(member)), sub)
             for keyword, member, sub in subschemas_of(node)
         ]
-        stack.extend((path, sub, depth + 1) for path, sub in reversed(sorted(children)))
+        children.sort(key=lambda child: child[0], reverse=True)  # popped in path order
+        stack.extend((path, sub, depth + 1) for path, sub in children)
 
 
 def not_closed(schema: JSON) -> list[str]:
