@@ -5,8 +5,8 @@ with one MCP tool whose input_schema has a root anyOf (one finding, counted on e
 at the capture's body size:
 
 - memo hit: `Pipeline(["toolschema"]).run(body)` with the catalogue memoized, alone, against
-  the same followed by `Linter.request` on its catalogues (what `Ledger.transformed` adds):
-  the ratio is lint's share of a memo hit, which should be ~1.00x;
+  the same followed by what `transform` and `Ledger.transformed` add for lint (the memo-miss
+  check, `Linter.request` on its catalogues): lint's share of a memo hit, ~1.00x;
 - first sight: `lint_raw` of the catalogue bytes (what a new catalogue costs once), against a
   memo miss of the same body (the compaction it rides along with).
 
@@ -89,8 +89,11 @@ def measure(name: str, body: bytes, rounds: int, calls: int) -> None:
     def hit() -> object:
         return pipeline.run(body, "anthropic")
 
-    def hit_and_lint() -> object:
+    def hit_and_lint() -> object:  # what transform() and Ledger.transformed add
         run = pipeline.run(body, "anthropic")
+        if run.memo_misses:
+            for facts in run.catalogues:
+                facts.findings("anthropic")
         return linter.request("anthropic", run.catalogues, "POST", "/v1/messages")
 
     def miss() -> object:
