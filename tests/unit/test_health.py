@@ -72,6 +72,7 @@ def test_the_finding_of_the_tool_the_error_names_explains_it() -> None:
     # no tool named: the rule whose error it quotes; nothing quoted: the first rejected one
     assert explaining(findings, text, []).rule == "anthropic_root_combinator"
     assert explaining(findings, "tools: bad", []).rule == "anthropic_name"
+    assert explaining(findings, "tools.0.custom: bad", ["Read"]) is None  # a clean tool named
     assert explaining((), text, ["Read"]) is None
 
 

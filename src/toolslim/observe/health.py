@@ -197,13 +197,14 @@ class Linter:
 def explaining(findings: Sequence[Finding], text: str, named: Sequence[str]) -> Finding | None:
     """The finding that explains an upstream's error `text` which names the tools `named`:
     one of a named tool whose rule's quoted error is in the text, else one of a named tool,
-    else one whose rule's quoted error is in the text, else the first `rejected` one."""
+    else one whose rule's quoted error is in the text, else, when the text names no tool, the
+    first `rejected` one. An error about a tool lint found nothing wrong with stays unexplained."""
     quoted = [bool(RULES[f.rule].quoted) and RULES[f.rule].quoted in text for f in findings]
     tiers = (
         lambda f, q: f.tool in named and q,
         lambda f, q: f.tool in named,
         lambda f, q: q,
-        lambda f, q: f.severity == "rejected",
+        lambda f, q: not named and f.severity == "rejected",
     )
     for tier in tiers:
         for finding, said in zip(findings, quoted, strict=True):
