@@ -84,3 +84,18 @@ def test_unreadable_input_exits_2_and_says_why(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "notes.txt" in done.stderr and "missing.json" in done.stderr
     assert len(done.stdout.splitlines()) == 8  # the readable file is still linted
+
+
+def test_the_readme_shows_what_the_command_prints_on_its_example() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolslim", "lint", "docs/examples/tracker.tools-list.json"]
+        + ["--provider", "anthropic"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=ROOT,
+    )
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for line in (done.stdout + done.stderr).splitlines():
+        assert line in readme
