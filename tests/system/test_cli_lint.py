@@ -87,9 +87,9 @@ def test_unreadable_input_exits_2_and_says_why(tmp_path: Path) -> None:
 
 
 def test_the_readme_shows_what_the_command_prints_on_its_example() -> None:
+    example = "docs/examples/tracker.tools-list.json"
     done = subprocess.run(
-        [sys.executable, "-m", "toolslim", "lint", "docs/examples/tracker.tools-list.json"]
-        + ["--provider", "anthropic"],
+        [sys.executable, "-m", "toolslim", "lint", example, "--provider", "anthropic"],
         capture_output=True,
         text=True,
         timeout=60,
