@@ -56,6 +56,8 @@ def test_a_catalogue_met_again_in_new_facts_is_not_warned_about_again(
     assert len(caplog.records) == 1
     assert stats.snapshot()["lint"]["rules"]["anthropic_name"]["requests"] == 3
     assert len(stats.snapshot()["lint"]["findings"]) == 1
+    linter.request("anthropic", [facts(DOTTED)], "POST", "/v1/messages")  # another catalogue
+    assert len(stats.snapshot()["lint"]["findings"]) == 1  # the same finding: listed once
 
 
 def test_an_api_without_a_provider_is_not_linted() -> None:

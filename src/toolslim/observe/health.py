@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -45,7 +45,8 @@ class Health:
         self.requests = 0
         self.by_rule = {rule: [0, 0] for rule in RULES}  # requests, upstream rejections
         self.unexplained = 0
-        self.findings: deque[dict[str, Any]] = deque(maxlen=FINDINGS_KEPT)
+        # (rule, provider, tool, detail) -> the finding as /stats lists it, oldest first.
+        self.findings: OrderedDict[tuple[str, str, str, str], dict[str, Any]] = OrderedDict()
 
     def record_request(self, rules: Sequence[str]) -> None:
         """One request whose catalogues carry findings of these (distinct) rules."""
@@ -57,8 +58,13 @@ class Health:
     def record_findings(self, findings: Sequence[Finding]) -> None:
         """Findings of a catalogue seen for the first time (or again after LINTED others)."""
         now = self.clock()
+        kept = self.findings
         for finding in findings:
-            self.findings.appendleft(as_dict(finding, now))
+            key = (finding.rule, finding.provider, finding.tool, finding.detail)
+            if key not in kept:  # the same tool in another catalogue: when it was first seen
+                kept[key] = as_dict(finding, now)
+                if len(kept) > FINDINGS_KEPT:
+                    kept.popitem(last=False)
 
     def record_rejection(self, rule: str | None) -> None:
         """An upstream 400 that a finding of `rule` explains (None: that none does)."""
@@ -80,7 +86,7 @@ class Health:
                 for rule, (requests, rejections) in self.by_rule.items()
             },
             "upstream_rejections": {"explained": explained, UNEXPLAINED: self.unexplained},
-            "findings": list(self.findings),
+            "findings": list(reversed(self.findings.values())),
         }
 
 
