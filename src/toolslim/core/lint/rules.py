@@ -104,7 +104,10 @@ def _duplicates(view: View) -> Iterator[tuple[Tool | None, str]]:
 
 def _too_many(limit: int, declarations: bool) -> Check:
     def check(view: View) -> Iterator[tuple[Tool | None, str]]:
-        count = len(view.tools) if declarations else view.entries
+        # OpenAI counts its own `tools` array; a catalogue of another shape would be sent as
+        # one entry per tool.
+        own = view.shape in ("openai-chat", "openai-responses")
+        count = view.entries if own and not declarations else len(view.tools)
         if count > limit:
             servers = Counter(tool.server for tool in view.tools).most_common(3)
             top = ", ".join(f"{server} ({n})" for server, n in servers)
