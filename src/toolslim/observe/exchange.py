@@ -168,9 +168,12 @@ class Ledger:
         catalogue tokens."""
         exchange.report = report
         if report.catalogues:  # before the request is sent: /stats has it before the answer
-            exchange.findings = self.lint.request(
-                exchange.route.api, report.catalogues, exchange.method, exchange.path
-            )
+            try:
+                exchange.findings = self.lint.request(
+                    exchange.route.api, report.catalogues, exchange.method, exchange.path
+                )
+            except Exception:  # lint only observes: a bug in it must not cost the request
+                log.exception("toolslim lint failed on %s %s", exchange.method, exchange.path)
         for component, message in report.errors:
             kind = message.partition(":")[0]
             log.warning("component %s failed on %s: %s", component, exchange.path, kind)
@@ -257,15 +260,18 @@ class Ledger:
         """An upstream 400 to a request with a catalogue: explained by lint, or not."""
         names = [name for facts in catalogues for name in facts.tools.names]
         where = f"{exchange.method} {exchange.path}"
-        self.lint.answered(
-            exchange.route.api,
-            exchange.status,
-            exchange.findings,
-            exchange.answer,
-            exchange.answer_encoding,
-            names,
-            where,
-        )
+        try:
+            self.lint.answered(
+                exchange.route.api,
+                exchange.status,
+                exchange.findings,
+                exchange.answer,
+                exchange.answer_encoding,
+                names,
+                where,
+            )
+        except Exception:  # the rest of the exchange is still counted
+            log.exception("toolslim lint failed to read the 400 to %s", where)
 
     def _warn_once(self, name: advice.Advice, catalogue: bytes, exchange: Exchange) -> None:
         """One WARNING per advisory and catalogue (of the last WARNED pairs warned about)."""
