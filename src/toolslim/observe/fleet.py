@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import orjson
 
+from toolslim.config.settings import Settings
 from toolslim.observe.counters import merge_catalogues, percentile
 from toolslim.observe.health import merge_findings
 from toolslim.observe.ledger import render
@@ -327,7 +328,7 @@ class Member:
         return view(merged, live, count, self.clock(), self.pid)
 
 
-def base_state(settings: Any, export: dict[str, Any]) -> State:
+def base_state(settings: Settings, export: dict[str, Any]) -> State:
     """What the state file held at start, as a state the host's merge adds once (Board.BASE):
     the tool ledger only, with the settings /stats `tools` is rendered with."""
     tools = {

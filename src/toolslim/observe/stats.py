@@ -11,7 +11,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from toolslim.config.options import READ_MULTIPLIER, WRITE_MULTIPLIER
+from toolslim.config.options import DEFAULTS, READ_MULTIPLIER, WRITE_MULTIPLIER
 from toolslim.core.facts import CatalogueFacts
 from toolslim.core.pipeline import RunReport, TokenTotals
 from toolslim.observe.advice import ADVICE, FIX, Advice
@@ -64,7 +64,10 @@ class Stats:
         connection_gauges: Callable[[], Mapping[str, int]] = dict,
         capture_counts: Callable[[], tuple[int, int, int]] | None = None,
         tools: book.ToolLedger | None = None,
-        unused_after: tuple[int, int] = (50, 3),
+        unused_after: tuple[int, int] = (
+            DEFAULTS["ledger_min_requests"],
+            DEFAULTS["ledger_min_sessions"],
+        ),
         tool_metrics: bool = False,
     ) -> None:
         self.clock = clock
@@ -436,4 +439,3 @@ class Stats:
                 ],
             },
         }
-
