@@ -235,3 +235,17 @@ def test_gemini_cli_names_its_mcp_tools_with_single_underscores() -> None:
     facts = tool_facts(raw, count_tokens)
     assert facts.names == ("mcp_aws-docs_read_documentation", "glob")
     assert facts.servers == ("aws-docs", "builtin")
+
+
+def test_the_clients_roll_up_their_servers() -> None:
+    book = ledger()
+    offer(book, calls=[("Read", None)])
+    offer(book, "s2")
+    tools = shown(book.export())
+    [client] = tools["clients"]
+    assert client["client"] == "claude-cli" and client["requests"] == 2
+    assert client["servers"] == len(tools["servers"]) == 3
+    assert client["calls"] == 1 and client["unused_servers"] == 1
+    assert client["cost"]["equivalents"] == pytest.approx(
+        sum(row["cost"]["equivalents"] for row in tools["servers"])
+    )
