@@ -311,6 +311,13 @@ PARAMS = [
     for chunk in (3, 64 * 1024)
 ]
 STATUS = {"openai-responses": "mcp__git/status"}  # a namespace member, as the catalogue names it
+# api -> (model, genai-prices provider): what each request asks for, and who prices it.
+PRICED = {
+    "anthropic": ("claude-sonnet-4-5", "anthropic"),
+    "openai-chat": ("gpt-5", "openai"),
+    "openai-responses": ("gpt-5", "openai"),
+    "gemini": ("gemini-2.5-pro", "google"),
+}
 
 
 @pytest.mark.parametrize(("api", "transport", "content_type", "answer", "chunk"), PARAMS)
@@ -344,8 +351,11 @@ async def test_each_call_is_counted_once_by_tool_and_server_and_unknown_names_ap
     servers = {row["server"]: row for row in tools["servers"]}
     assert servers["git"]["calls"] == 1 and servers["git"]["tools"] == 2
     assert servers["builtin"]["calls"] == 1
-    # The usage read a cache: the catalogue was billed at the read tier.
+    # The usage read a cache: the catalogue was billed at the read tier, at the model's price.
+    size = 3040
+    unit = unit_price(*PRICED[api], size, cache_read_tokens=size)
     for item in items.values():
+        assert item["cost"]["usd"] == pytest.approx(float(unit * item["tokens"]), rel=1e-9)
         assert item["offered_tokens"] == {
             "read": item["tokens"],
             "write": 0,
