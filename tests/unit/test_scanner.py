@@ -73,12 +73,28 @@ def test_the_rule_looks_at_a_bounded_number_of_tokens_from_the_end() -> None:
 
     assert catalogue_member(with_tokens(CANDIDATES - 1)) is not None
     assert catalogue_member(with_tokens(CANDIDATES)) is None
-    assert tokens_after(with_tokens(CANDIDATES + 5), 0) == CANDIDATES
+    assert tokens_after(with_tokens(CANDIDATES + 5), 0)[0] == CANDIDATES
     for count in (CANDIDATES - 1, CANDIDATES):  # the memo hit keeps to the same bound
         body = with_tokens(count)
         memo = Memo[Entry, Any](8)
         compact(anthropic(), memo, STRIP)
         assert compact(body, memo, STRIP).body == cold(body).body
+
+
+@pytest.mark.parametrize(("items", "compacted"), [(2, True), (8, False)])
+def test_the_rule_looks_at_tokens_within_a_budget_of_bytes_after_them(
+    items: int, compacted: bool
+) -> None:
+    """Tokens far from the end cost a parse of all that follows them each: past two parses of
+    the body (and 1 MiB), the rule stops looking, with a warm memo as with an empty one."""
+    item = b'{"tools":1,"pad":"' + b"p" * 200_000 + b'"}'
+    body = b'{"tools":' + CATALOGUE + b',"messages":[' + b",".join([item] * items) + b"]}"
+    memo = Memo[Entry, Any](8)
+    compact(anthropic(), memo, STRIP)
+    warm, empty = compact(body, memo, STRIP), cold(body)
+    assert (warm.body, warm.reason) == (empty.body, empty.reason)
+    assert (catalogue_member(body) is not None) is compacted
+    assert (empty.body != body) is compacted
 
 
 def test_skip_value_ends_where_a_parser_ends_a_value() -> None:

@@ -19,6 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from toolslim.core.scanner import (
     CANDIDATES,
     TOOLS_KEY,
+    budget,
     closes_body,
     names_additional_tools,
     skip_ws_back,
@@ -73,7 +74,7 @@ def to_front(kept: list[T], index: int) -> None:
 class _Kept(Generic[E, N]):
     """One memoized entry, what the memo-hit proof learnt about it, and its owner's note."""
 
-    __slots__ = ("cost", "entry", "layouts", "note", "raw", "suffix", "tokens")
+    __slots__ = ("cost", "entry", "layouts", "note", "raw", "suffix", "token_bytes", "tokens")
 
     def __init__(self, entry: E) -> None:
         self.entry = entry
@@ -81,8 +82,9 @@ class _Kept(Generic[E, N]):
         self.raw = entry.raw
         self.suffix = self.raw[-_PREFIX:]
         self.cost = entry.held_bytes() + _KEPT_BYTES
-        # `"tools"` tokens inside the catalogue, which the rule's bound counts (`_proven`).
-        self.tokens = tokens_after(self.raw, 0)
+        # `"tools"` tokens inside the catalogue and the bytes from each to its end, summed:
+        # what the rule's bounds count of them (`_proven`).
+        self.tokens, self.token_bytes = tokens_after(self.raw, 0)
         # (The key bytes before the catalogue, the short rest after it) of the last bodies it
         # was proven in, most recent first (see _same_place).
         self.layouts: list[tuple[bytes, bytes]] = []
@@ -232,11 +234,15 @@ def _proven(
 ) -> bool:
     """Whether the memoized bytes at [value_start, value_end) are what `catalogue_member`
     finds: its key token, whose value (the memo's bytes: one closed value, as skip_value reads
-    it) the rest closes, among the last CANDIDATES tokens. A rest the entry was proven with
+    it) the rest closes, among the tokens the rule looks at. A rest the entry was proven with
     (`known`) closes it again without a parse."""
     if value_after_key(body, key_start, len(TOOLS_KEY)) != value_start:
         return False
-    if kept.tokens + tokens_after(body, value_end) >= CANDIDATES:
+    tokens, token_bytes = tokens_after(body, value_end)
+    tokens += kept.tokens
+    # A token in the catalogue stands len(body) - value_end bytes further from the end.
+    token_bytes += kept.token_bytes + kept.tokens * (len(body) - value_end)
+    if tokens >= CANDIDATES or token_bytes + len(body) - key_start > budget(len(body)):
         return False
     return known or closes_body(body, value_end)
 

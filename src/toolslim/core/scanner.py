@@ -15,7 +15,9 @@ import orjson
 WS: Final = b" \t\r\n"
 TOOLS_KEY: Final = b'"tools"'
 # `"tools"` tokens, from the end of a body, that the rule looks at: each costs a scan of its
-# value and a parse of the body after it, so an attacker's many tokens cost a bounded amount.
+# value and a parse of the body after it (at most the bytes from the token to the end), so
+# the tokens looked at are bounded in number and in the bytes after them (`budget`): an
+# attacker's many tokens cost a few parses of the body, not one per token.
 CANDIDATES: Final = 64
 _BACKSLASH, _COLON, _COMMA, _CLOSE = b"\\:,}"
 # A string token (escapes included), the next structural byte, a scalar: for skipping values.
@@ -116,35 +118,47 @@ def closes_body(body: bytes, value_end: int) -> bool:
     return isinstance(rest, dict) and bool(rest) and "tools" not in rest
 
 
-def tokens_after(body: bytes, start: int, limit: int = CANDIDATES) -> int:
-    """`"tools"` tokens in body[start:], counted from the end as `catalogue_member` meets them,
-    up to `limit`."""
-    end = len(body)
-    for count in range(limit):
+def budget(size: int) -> int:
+    """The most bytes after the tokens `catalogue_member` looks at, summed, in a body of `size`
+    bytes: two parses of the whole body, and 1 MiB for small bodies whose catalogue holds many
+    tokens of its own (Codex's namespaces)."""
+    return 2 * size + 1024 * 1024
+
+
+def tokens_after(body: bytes, start: int) -> tuple[int, int]:
+    """`"tools"` tokens in body[start:], counted from the end as `catalogue_member` meets them
+    (up to CANDIDATES), and the bytes from each of them to the body's end, summed."""
+    end, cost = len(body), 0
+    for count in range(CANDIDATES):
         end = body.rfind(TOOLS_KEY, start, end)
         if end == -1:
-            return count
-    return limit
+            return count, cost
+        cost += len(body) - end
+    return CANDIDATES, cost
 
 
 Member = tuple[int, int, int]  # where the key starts, where its value starts and ends
 
 
 def catalogue_member(body: bytes) -> Member | None:
-    """The body's catalogue member: of the last CANDIDATES `"tools"` tokens, the one that is a
-    key (`value_after_key`) whose value's brackets close (`skip_value`) and whose rest closes
-    the body (`closes_body`). At most one token passes, so the order of the search does not
+    """The body's catalogue member: of the last `"tools"` tokens (CANDIDATES of them at most,
+    and while the bytes from each to the end sum to at most `budget`), the one that is a key
+    (`value_after_key`) whose value's brackets close (`skip_value`) and whose rest closes the
+    body (`closes_body`). At most one token passes, so the order of the search does not
     matter: the memo hit finds it by the catalogue's bytes instead, and counts the tokens
-    after it (`tokens_after`) to agree on the bound.
+    after it (`tokens_after`) to agree on the bounds.
 
     The head before the member is never read: a body whose head is not JSON is compacted the
     same whatever the memo holds (the upstream refuses it either way).
     """
-    end = len(body)
+    end, cost, limit = len(body), 0, budget(len(body))
     text = None
     for _ in range(CANDIDATES):
         key_start = body.rfind(TOOLS_KEY, 0, end)
         if key_start == -1:
+            return None
+        cost += len(body) - key_start
+        if cost > limit:
             return None
         end = key_start
         value_start = value_after_key(body, key_start, len(TOOLS_KEY))
