@@ -180,4 +180,6 @@ def names_additional_tools(body: bytes) -> bool:
     of the body finds: it holds the string `"additional_tools"` as Codex spells it. A spelling
     with escapes is not looked for (a search for it costs ~3 ms per MB): such a body is read
     by `catalogue_member` like any other, whatever the memo holds."""
-    return b'"additional_tools"' in body
+    # The bare word first: CPython's find is ~3x slower on JSON for a needle that starts and
+    # ends with a quote (its skip table is keyed on the needle's last byte).
+    return b"additional_tools" in body and b'"additional_tools"' in body
