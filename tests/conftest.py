@@ -3,7 +3,6 @@ and the layer markers: a test is `unit`, `proxy` or `system` by the folder it st
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,6 @@ from toolslim.proxy.app import make_app
 
 HERE = Path(__file__).resolve().parent
 LAYERS = ("unit", "proxy", "system")
-# Test modules import shared cases from one another across the layer folders.
-sys.path[1:1] = [str(HERE / layer) for layer in LAYERS]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -13,8 +13,8 @@ import orjson
 import pytest
 from multidict import CIMultiDict
 
+from exposition import metric_samples
 from proxy_harness import FakeUpstream, Proxy, dumps, stats_of, total_is
-from test_drift import metric_samples
 from toolslim.core.facts import CatalogueFacts
 from toolslim.observe.advice import ADVICE, FIX, GEMINI_DECLARATION_LIMIT, advise, is_claude_code
 

@@ -12,10 +12,11 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-from aiohttp import web
 from multidict import CIMultiDict
 
+from exposition import metric_samples
 from proxy_harness import Proxy, dumps, settings_for, stats_of, total_is
+from sessions import BASH, EDIT, GIT_LOG, READ, SCRIPT, UsageUpstream, anthropic_body, tool
 from toolslim.core.facts import CatalogueFacts, Tools, read_tools
 from toolslim.core.pipeline import Pipeline
 from toolslim.observe.drift import (
@@ -35,20 +36,12 @@ from toolslim.wire.usage import Usage
 SALT = b"0123456789abcdef"
 
 
-def tool(name: str, text: str = "") -> dict[str, Any]:
-    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
-    return {"name": name, "description": f"{name} things{text}", "input_schema": schema}
-
-
 def tools_of(*catalogue: dict[str, Any]) -> Tools:
     return read_tools(orjson.dumps(list(catalogue)))
 
 
 def facts(*catalogue: dict[str, Any]) -> CatalogueFacts:
     return CatalogueFacts(orjson.dumps(list(catalogue)))
-
-
-READ, BASH, EDIT, GIT_LOG = tool("Read"), tool("Bash"), tool("Edit"), tool("mcp__git__git_log")
 
 
 # --- sessions ------------------------------------------------------------------------------
@@ -241,50 +234,11 @@ def test_the_cost_of_a_change_comes_from_the_usage_of_the_request_that_carried_i
 # --- through the proxy -----------------------------------------------------------------------
 
 
-class UsageUpstream:
-    """Answers each request with the usage its X-Usage header gives, in the API's shape."""
-
-    def __init__(self) -> None:
-        self.bodies: list[bytes] = []
-
-    async def handle(self, request: web.Request) -> web.Response:
-        self.bodies.append(await request.read())
-        usage = json.loads(request.headers.get("X-Usage", "{}"))
-        if request.path.endswith("/responses"):
-            payload = {"object": "response", "usage": usage}
-        else:
-            payload = {"type": "message", "usage": usage}
-        return web.json_response(payload)
-
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        return app
-
-
 @pytest.fixture
 async def usage_upstream(aiohttp_server: Any) -> tuple[UsageUpstream, str]:
     fake = UsageUpstream()
     server = await aiohttp_server(fake.app())
     return fake, f"http://127.0.0.1:{server.port}"
-
-
-def anthropic_body(catalogue: Sequence[dict[str, Any]], turn: int) -> bytes:
-    messages = [{"role": "user", "content": f"turn {i}"} for i in range(turn + 1)]
-    return dumps({"model": "claude-sonnet-4-5", "messages": messages, "tools": list(catalogue)})
-
-
-# A scripted session: the same catalogue, then one change of each kind, each answered with the
-# cache write the provider reported for it.
-SCRIPT: list[tuple[list[dict[str, Any]], str | None, int]] = [
-    ([READ, BASH, EDIT], None, 5_000),
-    ([READ, BASH, EDIT], None, 0),
-    ([BASH, READ, EDIT], "order_only", 4_100),
-    ([BASH, READ, EDIT, GIT_LOG], "added", 4_200),
-    ([BASH, READ, GIT_LOG], "removed", 4_300),
-    ([BASH, tool("Read", " (changed)"), GIT_LOG], "changed", 4_400),
-    ([tool("Shell"), tool("Read", " (changed)"), GIT_LOG], "mixed", 4_500),
-]
 
 
 async def send(
@@ -308,15 +262,6 @@ async def run_script(
     for turn, (catalogue, _, written) in enumerate(SCRIPT):
         usage = {"input_tokens": 3, "output_tokens": 1, "cache_creation_input_tokens": written}
         await send(client, url, anthropic_body(catalogue, turn), session, usage)
-
-
-def metric_samples(text: str, name: str) -> dict[str, float]:
-    found = {}
-    for line in text.splitlines():
-        if line.startswith(name + "{"):
-            label = line.split('"')[1]
-            found[label] = float(line.rsplit(" ", 1)[1])
-    return found
 
 
 async def test_a_scripted_session_counts_each_kind_once_with_the_cache_write_that_followed(

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from test_envelope import CATALOGUE, COMPACTED, STRIP, anthropic, bodies, cold
+from bodies import CATALOGUE, COMPACTED, STRIP, anthropic, bodies, cold
 from toolslim.core import envelope
 from toolslim.core import memo as memo_room
 from toolslim.core.entry import Entry
