@@ -34,7 +34,6 @@ from proxy_harness import (
 )
 from toolslim.core.pipeline import Pipeline
 from toolslim.proxy.app import make_app
-from toolslim.proxy.websocket import event_type
 
 USAGE = {
     "input_tokens": 120,
@@ -481,21 +480,6 @@ async def test_sigterm_lets_the_response_in_flight_finish_then_closes_the_websoc
     finally:
         err = stop_process(process)
     assert "WS /v1/responses upstream=openai api=openai-responses status=200" in err
-
-
-@pytest.mark.parametrize(
-    ("message", "kind"),
-    [
-        (b'{"type":"response.create","model":"m"}', b"response.create"),
-        (b' { "type" : "error", "status": 429}', b"error"),
-        (b'{"model":"m","type":"response.create"}', b"response.create"),  # type not first
-        (b'{"model":"m","input":[{"type":"response.create"}]}', None),  # nested, not its type
-        (b"[1, 2]", None),
-        (b"not json", None),
-    ],
-)
-def test_a_messages_type_is_its_top_level_type_member(message: bytes, kind: bytes | None) -> None:
-    assert event_type(message) == kind
 
 
 async def test_an_error_event_ends_its_response_and_counts_with_the_status_it_names(
