@@ -263,9 +263,19 @@ async def test_headers_reach_the_upstream_and_the_handshake_is_negotiated_per_le
         "user-agent": "codex_exec/0.171.0",
     }
     url = proxy.make_url("/v1/responses?x=1")
-    async with client.ws_connect(url, headers=headers, protocols=("responses.v1",)) as ws:
+    sent: list[str] = []  # the key this client sent, read through aiohttp's public tracing
+
+    async def on_request_start(session: Any, context: Any, params: Any) -> None:
+        sent.append(params.headers["Sec-WebSocket-Key"])
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(on_request_start)
+    async with (
+        aiohttp.ClientSession(timeout=TIMEOUT, trace_configs=[trace]) as traced,
+        traced.ws_connect(url, headers=headers, protocols=("responses.v1",)) as ws,
+    ):
         assert ws.protocol == "responses.v1"
-        key = ws._response.request_info.headers["Sec-WebSocket-Key"]
+        [key] = sent
     [upgrade] = ws_upstream.upgrades
     assert upgrade.path_qs == "/o/v1/responses?x=1"
     for name, value in headers.items():

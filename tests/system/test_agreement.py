@@ -36,7 +36,7 @@ class Servers:
         self.proxy_port = 0
         self.runners: list[web.AppRunner] = []
 
-    async def _start(self, app: web.Application) -> int:
+    async def serve(self, app: web.Application) -> int:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -45,9 +45,9 @@ class Servers:
         return int(runner.addresses[0][1])
 
     async def start(self) -> None:
-        upstream_port = await self._start(self.upstream.app())
+        upstream_port = await self.serve(self.upstream.app())
         settings = settings_for(f"http://127.0.0.1:{upstream_port}", max_body_bytes=MAX_BODY)
-        self.proxy_port = await self._start(make_app(settings))
+        self.proxy_port = await self.serve(make_app(settings))
 
     async def stop(self) -> None:
         for runner in reversed(self.runners):
