@@ -55,7 +55,6 @@ from common import (
     wait_idle,
 )
 from compact_bench import SIZES, bodies, catalogue
-
 from toolslim.core.pipeline import Pipeline
 
 HERE = Path(__file__).resolve().parent

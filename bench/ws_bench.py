@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 from aiohttp import ClientSession, WSMsgType
+
 from common import (
     OPENAI_HEADERS,
     TICK,
@@ -55,7 +56,6 @@ from common import (
 )
 from compact_bench import WORDS, _source_chunk, catalogue
 from fake_upstream import as_sse, responses_events
-
 from toolslim.core.pipeline import Pipeline
 
 HERE = Path(__file__).resolve().parent

@@ -8,7 +8,6 @@ import dataclasses
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from aiohttp.test_utils import TestServer
 from multidict import CIMultiDictProxy
 from yarl import URL
 
+from common import free_port as closed_port  # bench/common.py: a port nothing listens on
 from toolslim.config.settings import Settings, load_settings
 
 TIMEOUT = aiohttp.ClientTimeout(total=15)
@@ -289,13 +289,6 @@ def assert_components_agree(snapshot: dict[str, Any]) -> None:
         runs = counters["applied"] + counters["skipped"] + counters["error"]
         assert runs == total, (name, counters, total)
         assert sum(counters["skip_reasons"].values()) == counters["skipped"]
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def assert_error_shape(api: str, status: int, body: dict[str, Any], words: str) -> None:

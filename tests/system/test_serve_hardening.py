@@ -18,6 +18,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from common import rss_mb
 from proxy_harness import (
     ANTHROPIC,
     KEY,
@@ -223,13 +224,6 @@ async def test_a_second_signal_exits_at_once_with_status_1(
     assert re.search(r"SIGINT again: exiting at once", proxy.log())
 
 
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
 async def test_unfinished_uploads_hold_no_more_memory_than_the_buffer_budget(
     serve: Callable[..., Serve], client: aiohttp.ClientSession
 ) -> None:
@@ -237,7 +231,7 @@ async def test_unfinished_uploads_hold_no_more_memory_than_the_buffer_budget(
     writers = []
     try:
         await proxy.ready(client)
-        before = rss_mib(proxy.process.pid)
+        before = rss_mb(proxy.process.pid)
         piece = b"x" * (1 << 20)
         for _ in range(20):  # 20 x 7 MiB sent of 7.5 MiB bodies: 140 MiB if each were held
             _, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
@@ -249,7 +243,7 @@ async def test_unfinished_uploads_hold_no_more_memory_than_the_buffer_budget(
             await asyncio.gather(*(writer.drain() for writer in writers))
         async with client.get(f"{proxy.url}/stats") as response:
             connections = (await response.json())["connections"]
-        grown = rss_mib(proxy.process.pid) - before
+        grown = rss_mb(proxy.process.pid) - before
     finally:
         for writer in writers:
             writer.close()
