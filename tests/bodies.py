@@ -1,11 +1,13 @@
-"""Request bodies around one small catalogue, and a hypothesis strategy of bodies with the
-catalogue at any member position: the cases the envelope's and the memo's tests share."""
+"""Request bodies around one small catalogue, a hypothesis strategy of bodies with the catalogue
+at any member position, and a schema with stale definitions: the cases the envelope's, the
+memo's and tooldefs' tests share."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import orjson
 from hypothesis import strategies as st
 
 from toolslim.core.envelope import Compacted, compact
@@ -131,3 +133,24 @@ def bodies(draw: st.DrawFn) -> tuple[bytes, int, int, list[Any]]:
     tail = "".join(f",{space}{p}" for p in parts[position:]) + space + "}"
     start = len(head.encode())
     return (head + catalogue + tail).encode(), start, start + len(catalogue.encode()), tools
+
+
+# A draft-07 schema with definitions no reference reaches: tooldefs' case.
+DRAFT7 = "http://json-schema.org/draft-07/schema#"
+
+
+def with_schemas(*schemas: dict[str, Any]) -> bytes:
+    tools = [
+        {"name": f"tool{i}", "description": "Does a thing.", "input_schema": s}
+        for i, s in enumerate(schemas)
+    ]
+    return orjson.dumps({"model": "m", "messages": [], "tools": tools})
+
+
+STALE = {
+    "$schema": DRAFT7,
+    "type": "object",
+    "properties": {"path": {"type": "string", "title": "Path"}},
+    "required": ["path"],
+    "definitions": {"Legacy": {"$ref": "#/definitions/Older"}, "Older": {"type": "integer"}},
+}

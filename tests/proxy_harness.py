@@ -351,3 +351,20 @@ def stop_process(process: subprocess.Popen[bytes]) -> str:
         process.wait(5)
     _, err = process.communicate(timeout=5)
     return err.decode()
+
+
+async def raw_exchange(port: int, request: bytes) -> bytes:
+    """The whole answer (until the server closes, at most 10 s) to these exact request bytes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(request)
+        return await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+
+
+def raw_post(body: bytes = b"", extra: bytes = b"", close: bool = True) -> bytes:
+    """The bytes of a POST /v1/messages with this body and `extra` header lines."""
+    head = b"POST /v1/messages HTTP/1.1\r\nHost: t\r\nx-api-key: " + KEY.encode() + b"\r\n"
+    tail = b"Connection: close\r\n" if close else b""
+    return head + extra + b"Content-Length: %d\r\n" % len(body) + tail + b"\r\n" + body

@@ -24,10 +24,11 @@ from aiohttp import web
 
 from proxy_harness import (
     ANTHROPIC,
-    KEY,
     TIMEOUT,
     FakeUpstream,
     dumps,
+    raw_exchange,
+    raw_post,
     settings_for,
 )
 from toolslim.config.settings import Settings
@@ -64,25 +65,9 @@ def limits(base: str, **changes: Any) -> Settings:
     )
 
 
-async def exchange(port: int, request: bytes) -> bytes:
-    """The whole answer (until the server closes) to these exact request bytes."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(request)
-        return await asyncio.wait_for(reader.read(), 10)
-    finally:
-        writer.close()
-
-
 async def closed_by_server(reader: asyncio.StreamReader) -> bytes:
     """What the server sent before it closed the connection (bounded: 10 s)."""
     return await asyncio.wait_for(reader.read(), 10)
-
-
-def post(body: bytes = b"", extra: bytes = b"", close: bool = True) -> bytes:
-    head = b"POST /v1/messages HTTP/1.1\r\nHost: t\r\nx-api-key: " + KEY.encode() + b"\r\n"
-    tail = b"Connection: close\r\n" if close else b""
-    return head + extra + b"Content-Length: %d\r\n" % len(body) + tail + b"\r\n" + body
 
 
 async def stats(app: web.Application, port: int) -> dict[str, Any]:
@@ -115,7 +100,7 @@ async def test_slow_clients_at_the_connection_limit_never_lock_out_a_prompt_one(
             writer.write(b"POST /v1/messages HTTP/1.1\r\nHost: t\r\n")
             slow.append((reader, writer))
         for _ in range(3):
-            answer = await exchange(port, post(dumps(ANTHROPIC)))
+            answer = await raw_exchange(port, raw_post(dumps(ANTHROPIC)))
             assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
         assert len(upstream.received) == 3
         door = app[DOOR]
@@ -182,7 +167,7 @@ async def test_a_client_that_stops_sending_its_body_is_answered_408_and_closed(
     settings = limits(upstream.url, client_body_idle=0.2, max_body_bytes=20_000)
     async with served(settings) as (app, port):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        head = post(close=False).replace(b"Content-Length: 0", b"Content-Length: %d" % declared)
+        head = raw_post(close=False).replace(b"Content-Length: 0", b"Content-Length: %d" % declared)
         writer.write(head + b"x" * 500)  # then nothing
         answer = await closed_by_server(reader)
         writer.close()
@@ -191,7 +176,7 @@ async def test_a_client_that_stops_sending_its_body_is_answered_408_and_closed(
         snapshot = await stats(app, port)
         assert snapshot["connections"]["closed"]["body_timeout"] == 1
         # Served on: the next client is answered.
-        assert (await exchange(port, post(dumps(ANTHROPIC)))).startswith(b"HTTP/1.1 200")
+        assert (await raw_exchange(port, raw_post(dumps(ANTHROPIC)))).startswith(b"HTTP/1.1 200")
         assert all(r.body != b"x" * declared for r in upstream.received)
 
 
@@ -202,10 +187,10 @@ async def test_at_the_limit_with_every_connection_busy_a_new_one_is_refused_with
         busy = []
         for _ in range(2):  # two requests whose upstream answers late
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(post(dumps(ANTHROPIC), b"X-Fake: slow:3000\r\n"))
+            writer.write(raw_post(dumps(ANTHROPIC), b"X-Fake: slow:3000\r\n"))
             busy.append((reader, writer))
         await until(lambda: len(upstream.received) == 2)
-        answer = await exchange(port, post(dumps(ANTHROPIC)))
+        answer = await raw_exchange(port, raw_post(dumps(ANTHROPIC)))
         assert answer.startswith(b"HTTP/1.1 503") and b"connection limit" in answer
         for reader, writer in busy:  # the busy ones were never cut
             assert (await closed_by_server(reader)).startswith(b"HTTP/1.1 200")
@@ -222,8 +207,8 @@ async def test_a_body_that_does_not_fit_the_buffer_budget_streams_through_untouc
 ) -> None:
     big = dumps(dict(ANTHROPIC, messages=[{"role": "user", "content": "x" * 50_000}]))
     async with served(limits(upstream.url, max_buffered_bytes=20_000)) as (app, port):
-        small = await exchange(port, post(dumps(ANTHROPIC)))
-        large = await exchange(port, post(big))
+        small = await raw_exchange(port, raw_post(dumps(ANTHROPIC)))
+        large = await raw_exchange(port, raw_post(big))
         assert small.startswith(b"HTTP/1.1 200") and large.startswith(b"HTTP/1.1 200")
         compacted, untouched = upstream.received
         assert compacted.body == Pipeline(["toolschema"]).run(dumps(ANTHROPIC)).body
@@ -240,7 +225,7 @@ async def test_large_and_compressed_bodies_are_compacted_off_the_loop_exactly(
     members = b"".join(gzip.compress(b" ") for _ in range(20_000)) + gzip.compress(large)
     async with served(settings_for(upstream.url)) as (_, port):
         for body, extra in ((large, b""), (members, b"Content-Encoding: gzip\r\n")):
-            answer = await exchange(port, post(body, extra))
+            answer = await raw_exchange(port, raw_post(body, extra))
             assert answer.startswith(b"HTTP/1.1 200")
         pipeline = Pipeline(["toolschema"])
         expected = [pipeline.run(large).body, pipeline.run(b" " * 20_000 + large).body]
@@ -253,10 +238,8 @@ async def test_while_heavy_bodies_are_decoded_every_other_client_is_answered(
 ) -> None:
     members = b"".join(gzip.compress(b" ") for _ in range(100_000)) + gzip.compress(b"{}")
     async with served(settings_for(upstream.url)) as (_, port):
-        heavy = [
-            asyncio.ensure_future(exchange(port, post(members, b"Content-Encoding: gzip\r\n")))
-            for _ in range(3)
-        ]
+        coded = raw_post(members, b"Content-Encoding: gzip\r\n")
+        heavy = [asyncio.ensure_future(raw_exchange(port, coded)) for _ in range(3)]
         answered = 0
         async with aiohttp.ClientSession(timeout=TIMEOUT) as session:
             while not all(task.done() for task in heavy):
@@ -295,7 +278,7 @@ async def test_a_body_over_max_catalogue_bytes_is_forwarded_untouched_as_too_lar
 ) -> None:
     body = dumps(ANTHROPIC)
     async with served(limits(upstream.url, max_catalogue_bytes=len(body) - 1)) as (app, port):
-        assert (await exchange(port, post(body))).startswith(b"HTTP/1.1 200")
+        assert (await raw_exchange(port, raw_post(body))).startswith(b"HTTP/1.1 200")
         [received] = upstream.received
         assert received.body == body
         snapshot = await stats(app, port)
@@ -312,7 +295,7 @@ async def test_capture_errors_and_drops_reach_stats_and_metrics(
     settings = dataclasses.replace(settings_for(upstream.url), capture_dir=str(folder))
     async with served(settings) as (app, port):
         folder.rmdir()  # made at start-up, empty: the writer cannot open its file now
-        assert (await exchange(port, post(dumps(ANTHROPIC)))).startswith(b"HTTP/1.1 200")
+        assert (await raw_exchange(port, raw_post(dumps(ANTHROPIC)))).startswith(b"HTTP/1.1 200")
         deadline = time.monotonic() + 10
         while (capture := (await stats(app, port))["capture"])["errors"] < 1:
             assert time.monotonic() < deadline

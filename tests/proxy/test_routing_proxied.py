@@ -12,6 +12,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from proxy_harness import (
     FakeUpstream,
     Proxy,
+    raw_exchange,
     settings_for,
 )
 from toolslim.wire.routing import route_request
@@ -132,16 +133,6 @@ async def test_dot_segments_are_refused_with_400_and_never_reach_the_upstream(
     assert answer.startswith(b"HTTP/1.1 400")
     assert b". or .. segments" in answer
     assert upstream.received == []
-
-
-async def raw_exchange(port: int, request: bytes) -> bytes:
-    """What the server answers to `request`, sent as these exact bytes."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(request)
-        return await asyncio.wait_for(reader.read(), 5)
-    finally:
-        writer.close()
 
 
 async def test_a_websocket_upgrade_is_held_to_the_same_rules(

@@ -6,27 +6,9 @@ from __future__ import annotations
 import json
 
 import aiohttp
-from hypothesis import strategies as st
 
 from proxy_harness import FakeUpstream, Proxy, dumps, stats_of, tools_span, total_is
 from toolslim.core.components.toolorder import REORDERED
-
-names = st.text(alphabet="abcAB_é", min_size=1, max_size=3)
-tools = st.lists(
-    st.builds(
-        lambda name, cache, deferred, text: {
-            "name": name,
-            "description": text,
-            **({"cache_control": {"type": "ephemeral"}} if cache else {}),
-            **({"defer_loading": True} if deferred else {}),
-        },
-        names,
-        st.booleans(),
-        st.booleans(),
-        st.text(max_size=3),
-    ),
-    max_size=8,
-)
 
 
 async def test_an_order_only_change_at_the_client_is_no_change_at_the_upstream(

@@ -7,28 +7,9 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any
 
-import orjson
-
+from bodies import STALE, with_schemas
 from toolslim.core.pipeline import Pipeline
-
-DRAFT7 = "http://json-schema.org/draft-07/schema#"
-STALE = {
-    "$schema": DRAFT7,
-    "type": "object",
-    "properties": {"path": {"type": "string", "title": "Path"}},
-    "required": ["path"],
-    "definitions": {"Legacy": {"$ref": "#/definitions/Older"}, "Older": {"type": "integer"}},
-}
-
-
-def anthropic(*schemas: dict[str, Any]) -> bytes:
-    tools = [
-        {"name": f"tool{i}", "description": "Does a thing.", "input_schema": s}
-        for i, s in enumerate(schemas)
-    ]
-    return orjson.dumps({"model": "m", "messages": [], "tools": tools})
 
 
 def test_the_output_is_the_same_bytes_under_every_hash_seed() -> None:
@@ -37,7 +18,9 @@ def test_the_output_is_the_same_bytes_under_every_hash_seed() -> None:
         "body = sys.stdin.buffer.read(); "
         "sys.stdout.buffer.write(Pipeline(['tooldefs', 'toolschema']).run(body).body)"
     )
-    body = anthropic(STALE, {**STALE, "definitions": {"A": {}, "B": {"$ref": "#/definitions/A"}}})
+    body = with_schemas(
+        STALE, {**STALE, "definitions": {"A": {}, "B": {"$ref": "#/definitions/A"}}}
+    )
     outputs = {
         subprocess.run(
             [sys.executable, "-c", script],

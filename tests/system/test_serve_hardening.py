@@ -26,25 +26,9 @@ from proxy_harness import (
     FakeUpstream,
     closed_port,
     dumps,
+    raw_exchange,
+    raw_post,
 )
-
-# --- raw requests ---------------------------------------------------------------------------
-
-
-async def exchange(port: int, request: bytes) -> bytes:
-    """The whole answer (until the server closes) to these exact request bytes."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(request)
-        return await asyncio.wait_for(reader.read(), 10)
-    finally:
-        writer.close()
-
-
-def post(body: bytes = b"", extra: bytes = b"", close: bool = True) -> bytes:
-    head = b"POST /v1/messages HTTP/1.1\r\nHost: t\r\nx-api-key: " + KEY.encode() + b"\r\n"
-    tail = b"Connection: close\r\n" if close else b""
-    return head + extra + b"Content-Length: %d\r\n" % len(body) + tail + b"\r\n" + body
 
 
 # --- the real process: the log, the descriptors, the signals -------------------------------
@@ -141,7 +125,7 @@ async def test_the_log_never_holds_a_header_value_a_query_or_a_body_and_malforme
         await proxy.ready(client)
         for _ in range(20):
             for request in MALFORMED:
-                answer = await exchange(proxy.port, request)
+                answer = await raw_exchange(proxy.port, request)
                 assert answer.startswith(b"HTTP/1.") and b" 400 " in answer[:16], answer[:60]
         # Valid requests carry the same secrets in headers, the query and the body.
         body = dumps(dict(ANTHROPIC, metadata={"user_id": SECRET}))
@@ -235,7 +219,7 @@ async def test_unfinished_uploads_hold_no_more_memory_than_the_buffer_budget(
         piece = b"x" * (1 << 20)
         for _ in range(20):  # 20 x 7 MiB sent of 7.5 MiB bodies: 140 MiB if each were held
             _, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-            writer.write(post().replace(b"Content-Length: 0", b"Content-Length: 7864320"))
+            writer.write(raw_post().replace(b"Content-Length: 0", b"Content-Length: 7864320"))
             writers.append(writer)
         for _ in range(7):
             for writer in writers:

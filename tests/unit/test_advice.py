@@ -4,45 +4,20 @@ that would end it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
 
 import orjson
 import pytest
 from multidict import CIMultiDict
 
-from proxy_harness import dumps
+from advisories import BUILT_IN, CLAUDE_CODE, MCP, claude_body, gemini_body, mcp_bytes, tool
 from toolslim.core.facts import CatalogueFacts
 from toolslim.observe.advice import ADVICE, FIX, GEMINI_DECLARATION_LIMIT, advise, is_claude_code
-
-CLAUDE_CODE = {
-    "User-Agent": "claude-cli/2.1.197 (external, cli)",
-    "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
-}
-
-
-def tool(name: str) -> dict[str, Any]:
-    return {"name": name, "description": f"{name}.", "input_schema": {"type": "object"}}
-
-
-BUILT_IN = [tool("Bash"), tool("Read")]
-MCP = [tool("mcp__git__git_log"), tool("mcp__fetch__fetch")]
-
-
-def claude_body(catalogue: list[dict[str, Any]], model: str = "claude-sonnet-4-5") -> bytes:
-    return dumps({"model": model, "messages": [{"role": "user", "content": "hi"}],
-                  "tools": catalogue})  # fmt: skip
 
 
 def advised(api: str, headers: dict[str, str], body: bytes) -> list[tuple[str, int]]:
     catalogue = json.loads(body)["tools"]
     facts = CatalogueFacts(orjson.dumps(catalogue))
     return [(name, size) for name, size in advise(api, CIMultiDict(headers), body, [facts])]
-
-
-def mcp_bytes(catalogue: list[dict[str, Any]], write: Callable[[Any], bytes] = orjson.dumps) -> int:
-    """The bytes of the catalogue's MCP tools as `write` writes them (the client's bytes)."""
-    return sum(len(write(t)) for t in catalogue if t["name"].startswith("mcp__"))
 
 
 # --- claude_code_tool_search_off ---------------------------------------------------------------
@@ -83,12 +58,6 @@ def test_claude_code_is_not_advised_where_tool_search_would_change_nothing(
 
 
 # --- gemini_declarations_over_limit ------------------------------------------------------------
-
-
-def gemini_body(declarations: int) -> bytes:
-    found = [{"name": f"tool_{i}", "parametersJsonSchema": {"type": "object"}}
-             for i in range(declarations)]  # fmt: skip
-    return dumps({"contents": [], "tools": [{"functionDeclarations": found}]})
 
 
 def test_a_gemini_catalogue_over_the_apis_limit_is_advised_and_one_at_the_limit_is_not() -> None:
