@@ -1,16 +1,23 @@
-"""Reading the dashboard in a real headless Chromium: the driver fixture (skipped, saying what to
-install, when Chromium is absent), and the checks that the page shows a /stats snapshot exactly."""
+"""Reading the dashboard in a real headless Chromium: a stand-in server of the page and a fixed
+/stats snapshot (in a thread of its own: selenium blocks), and the checks that the page shows
+the snapshot exactly. The browser itself is tests/system/conftest.py's `driver` fixture."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import math
 import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 import pytest
+from aiohttp import web
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -150,3 +157,73 @@ def screenshot(driver: Any, path: Path) -> Path:
     path.write_bytes(base64.b64decode(shot["data"]))
     assert path.stat().st_size > 10_000, "the screenshot is suspiciously small"
     return path
+
+
+DASHBOARD = Path(__file__).resolve().parents[1] / "src" / "toolslim" / "observe" / "dashboard"
+
+
+# The page must run under a strict policy: no inline script or style, nothing off-origin.
+CSP = "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
+
+
+@dataclass
+class StatsServer:
+    snapshot: dict[str, Any]
+    token: str | None = None
+    fail_with: int | None = None
+    authorizations: list[str | None] = field(default_factory=list)
+    url: str = ""
+
+    async def stats(self, request: web.Request) -> web.Response:
+        given = request.headers.get("Authorization")
+        self.authorizations.append(given)
+        if self.token is not None and given != f"Bearer {self.token}":
+            return web.json_response({"error": "admin token required"}, status=401)
+        if self.fail_with is not None:
+            return web.json_response({"error": "broken"}, status=self.fail_with)
+        return web.json_response(self.snapshot)
+
+    @staticmethod
+    async def index(request: web.Request) -> web.FileResponse:
+        return web.FileResponse(DASHBOARD / "index.html")
+
+    def app(self) -> web.Application:
+        @web.middleware
+        async def csp(request: web.Request, handler: Any) -> web.StreamResponse:
+            response: web.StreamResponse = await handler(request)
+            response.headers["Content-Security-Policy"] = CSP
+            response.headers["Cache-Control"] = "no-store"
+            return response
+
+        app = web.Application(middlewares=[csp])
+        app.router.add_get("/stats", self.stats)
+        app.router.add_get("/dashboard", self.index)
+        app.router.add_static("/dashboard", DASHBOARD)
+        return app
+
+
+@contextmanager
+def serve(server: StatsServer) -> Iterator[StatsServer]:
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(server.app(), access_log=None)
+    ready = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(runner.setup())
+        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
+        host, port = runner.addresses[0][:2]
+        server.url = f"http://{host}:{port}"
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=run, name="dashboard-test-server", daemon=True)
+    thread.start()
+    assert ready.wait(10), "the stand-in server did not start"
+    try:
+        yield server
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)

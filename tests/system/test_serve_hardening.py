@@ -30,7 +30,6 @@ from proxy_harness import (
     raw_post,
 )
 
-
 # --- the real process: the log, the descriptors, the signals -------------------------------
 
 

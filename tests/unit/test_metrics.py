@@ -57,6 +57,8 @@ NOT_EXPORTED = {
     "advice.claude_code_tool_search_off.fix",
     "advice.gemini_declarations_over_limit.fix",
     "advice.websocket_disabled.fix",
+    "lint.findings",  # text: the distinct findings, with their tools and fixes
+    "lint.upstream_rejections.explained",  # the sum of the rule-labelled rejections
 }
 
 
@@ -140,6 +142,8 @@ def test_labels_are_the_bounded_documented_sets() -> None:
         "transport",
         "closed_by",
         "advice",
+        "rule",
+        "severity",
     }
     assert set().union(*labels.values()) <= allowed
     assert labels["toolslim_component_runs"] == {"component", "outcome"}
