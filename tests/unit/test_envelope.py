@@ -1,6 +1,6 @@
 """Tests for toolslim.core.envelope: raw bytes in, raw bytes out. Golden bodies, every skip reason,
-parse_catalogue, byte stability, and a hypothesis property that every byte outside the
-catalogue stays. The memo and its hit proof are in test_memo.py."""
+byte stability, and a hypothesis property that every byte outside the catalogue stays. The memo
+and its hit proof are in test_memo.py, parse_catalogue in test_entry.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 from collections import Counter
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -21,7 +20,7 @@ from bodies import (
     cold,
 )
 from golden_cases import golden
-from toolslim.core.entry import DuplicateKey, Entry, parse_catalogue
+from toolslim.core.entry import Entry
 from toolslim.core.envelope import compact
 from toolslim.core.memo import Memo
 from toolslim.core.pipeline import Pipeline
@@ -203,40 +202,6 @@ def test_compact_never_raises_and_names_the_error_apart_from_skip_reasons() -> N
 def test_an_empty_pipeline_changes_nothing() -> None:
     body = anthropic()
     assert Pipeline([]).run(body).body is body
-
-
-# parse_catalogue
-
-
-def test_parse_catalogue_keeps_number_spelling_as_fragments() -> None:
-    value = parse_catalogue(b"[1.0,1e3,-0,1180591620717411303424,2]")
-    assert [orjson.dumps(v) for v in value] == [
-        b"1.0",
-        b"1e3",
-        b"-0",
-        b"1180591620717411303424",
-        b"2",
-    ]
-
-
-def test_parse_catalogue_takes_the_fast_path_for_exact_bytes() -> None:
-    value = parse_catalogue(b'[{"a":1,"b":[true,null,"x"]}]')
-    assert value == [{"a": 1, "b": [True, None, "x"]}]
-
-
-@pytest.mark.parametrize(
-    "raw",
-    [b'[{"a":1,"a":1}]', b'[{"x":{"k":[],"k":[]}}]', b'[{"a":1,"b":2,"a":3}]'],
-)
-def test_parse_catalogue_refuses_duplicate_keys(raw: bytes) -> None:
-    with pytest.raises(DuplicateKey):
-        parse_catalogue(raw)
-
-
-@pytest.mark.parametrize("raw", [b"[NaN]", b"[Infinity]", b"[-Infinity]"])
-def test_parse_catalogue_refuses_non_json_constants(raw: bytes) -> None:
-    with pytest.raises(ValueError, match="not JSON"):
-        parse_catalogue(raw)
 
 
 def test_codex_additional_tools_are_catalogues_only_where_the_api_allows_them() -> None:
