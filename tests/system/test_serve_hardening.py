@@ -11,7 +11,6 @@ import resource
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from proxy_harness import (
     dumps,
     raw_exchange,
     raw_post,
+    wait_healthy,
 )
 
 # --- the real process: the log, the descriptors, the signals -------------------------------
@@ -64,16 +64,10 @@ class Serve:
         self.url = f"http://127.0.0.1:{self.port}"
 
     async def ready(self, client: aiohttp.ClientSession) -> None:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                async with client.get(f"{self.url}/healthz") as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientConnectionError:
-                assert self.process.poll() is None, self.log()
-                assert time.monotonic() < deadline, self.log()
-                await asyncio.sleep(0.05)
+        try:
+            await wait_healthy(client, self.url, self.process)
+        except aiohttp.ClientConnectionError:
+            raise AssertionError(self.log()) from None
 
     def log(self) -> str:
         return self.err_path.read_text(errors="replace")
