@@ -171,6 +171,18 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
         put(f"advice.{name}.requests", sample, advice["requests"])
         sample = one("toolslim_advice_catalogue_bytes_total", advice=name)
         put(f"advice.{name}.bytes", sample, advice["bytes"])
+    for row in snap["tools"]["servers"]:  # per server, summed over the clients
+        server = row["server"]
+        added = [
+            (one("toolslim_tool_offered_tokens_total", server=server, tier=tier), value)
+            for tier, value in row["offered_tokens"].items()
+        ]
+        added.append((one("toolslim_tool_calls_total", server=server), row["calls"]))
+        added.append((one("toolslim_tool_cost_usd_total", server=server), row["cost"]["usd"]))
+        for sample, value in added:
+            out[sample] = out.get(sample, 0) + value
+        sample = one("toolslim_tool_unused", server=server)
+        out[sample] = max(out.get(sample, 0), int(row["unused"]))
     lint = snap["lint"]
     put("lint.requests", one("toolslim_lint_flagged_requests_total"), lint["requests"])
     for rule, counts in lint["rules"].items():

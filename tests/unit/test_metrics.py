@@ -57,6 +57,9 @@ NOT_EXPORTED = {
     "advice.claude_code_tool_search_off.fix",
     "advice.gemini_declarations_over_limit.fix",
     "advice.websocket_disabled.fix",
+    "advice.unused_mcp_server.fix",
+    "advice.unused_mcp_server.servers",
+    "tools",  # per server, summed over clients (see expected_samples); per tool: test_ledger_book
     "lint.findings",  # text: the distinct findings, with their tools and fixes
     "lint.upstream_rejections.explained",  # the sum of the rule-labelled rejections
 }
