@@ -141,11 +141,14 @@ def start_proxy(
         command += ["--upstream", f"{api}=http://127.0.0.1:{upstream}"]
     slug = "".join(c for c in name if c.isalnum() or c in "-_") or "empty"
     log = folder / f"proxy-{slug}.log"
+    # The flags say what is measured: no TOOLSLIM_* variable of this shell changes it.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSLIM_")}
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [*pinned(cpu), *command, *flags],
             stdout=subprocess.DEVNULL,
             stderr=sink,
+            env=env,
             preexec_fn=preexec_fn,  # a resource limit, set in the child before exec
         )
     proxy = Proxy(name, port, process, log)
