@@ -19,6 +19,14 @@ HERE = Path(__file__).resolve().parent
 LAYERS = ("unit", "proxy", "system")
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`-m unit` alone, the fast loop, does not import the other layers' test modules."""
+    if config.getoption("markexpr") != "unit" or not collection_path.is_relative_to(HERE):
+        return None
+    parts = collection_path.relative_to(HERE).parts
+    return True if parts and parts[0] in LAYERS and parts[0] != "unit" else None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         layer = item.path.relative_to(HERE).parts[0]
