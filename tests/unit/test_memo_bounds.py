@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from test_envelope import STRIP, anthropic
+
 from toolslim.core.entry import Entry
 from toolslim.core.envelope import compact
 from toolslim.core.memo import Memo

@@ -11,8 +11,8 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-
 from test_envelope import CATALOGUE, COMPACTED, STRIP, anthropic, bodies, cold
+
 from toolslim.core.entry import Entry
 from toolslim.core.envelope import compact
 from toolslim.core.memo import Memo, memo_hit
