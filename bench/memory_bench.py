@@ -36,6 +36,7 @@ from typing import Any
 import fake_upstream
 from common import Load, get_json, load, load_average, rss_mb, start_proxy, start_upstream, stop
 from compact_bench import bodies, catalogue
+from toolslim.observe import drift, health
 
 TOOL_BYTES_LIMIT = 3_000  # keep the smaller tools: a ~35 KB catalogue, ~45 KB bodies
 
@@ -105,7 +106,9 @@ def main() -> None:
         try:
             upstream, upstream_port = start_upstream(Path(tmp))
             processes.append(upstream)
-            flags = ["--pipeline", "toolschema"]
+            # A state file of its own: the default one (in the home folder) is shared with
+            # every other run, and the ledger loads what it holds at start.
+            flags = ["--pipeline", "toolschema", "--state-file", str(Path(tmp) / "state.db")]
             if args.bytes:
                 config = Path(tmp) / "toolslim.yaml"
                 config.write_text(f"memo_size: 1000000\nmemo_bytes: {args.memo_bytes}\n")
@@ -149,7 +152,7 @@ def main() -> None:
         f"failed responses {failed}"
     )
     if args.bytes:
-        bytes_goal(samples, memo, failed, args.requests, args.overhead)
+        bytes_goal(samples, stats, failed, args.requests, args.overhead)
     else:
         flat_goal(samples, failed, args.requests)
     print(f"load average at end: {load_average()}")
@@ -160,23 +163,42 @@ Sample = tuple[int, float, float, int]  # requests done, seconds, RSS MB, tokens
 
 
 def bytes_goal(
-    samples: list[Sample], memo: dict[str, int], failed: int, requests: int, overhead: float
+    samples: list[Sample], stats: dict[str, Any], failed: int, requests: int, overhead: float
 ) -> None:
-    """RSS within the start's plus the memo's byte bound plus a fixed overhead, all along."""
+    """RSS within the start's plus the byte bounds of the per-catalogue caches plus a fixed
+    overhead, all along: the memo's (`memo_bytes`), drift's kept facts (a quarter of it),
+    the tool ledger's (`tools.memory.max_bytes`) and lint's remembered findings."""
+    memo, ledger = stats["memo"], stats["tools"]["memory"]
+    bounds = {
+        "memo": memo["max_bytes"],
+        "drift": memo["max_bytes"] // drift.KEPT_SHARE,
+        "ledger": ledger["max_bytes"],
+        "lint": health.LINTED_BYTES,
+    }
     start, peak = samples[0][2], max(mb for _, _, mb, _ in samples)
-    bound = start + memo["max_bytes"] / 2**20 + overhead
+    bound = start + sum(bounds.values()) / 2**20 + overhead
     print(
         f"memo holds {memo['bytes'] / 2**20:.1f} MiB of {memo['max_bytes'] / 2**20:.1f} MiB; "
+        f"the tool ledger {ledger['bytes'] / 2**20:.1f} MiB of "
+        f"{ledger['max_bytes'] / 2**20:.1f} MiB"
+    )
+    print(
+        "bounds: "
+        + ", ".join(f"{name} {size / 2**20:.2f} MiB" for name, size in bounds.items())
+        + f"; sum {sum(bounds.values()) / 2**20:.2f} MiB"
+    )
+    print(
         f"RSS at start {start:.1f} MB, peak {peak:.1f} MB, bound {bound:.1f} MB "
-        f"(start + memo_bytes + {overhead:g} MB)"
+        f"(start + the sum + {overhead:g} MB)"
     )
     met = (
         samples[-1][0] >= requests
         and failed == 0
         and peak <= bound
         and memo["bytes"] <= memo["max_bytes"]
+        and ledger["bytes"] <= ledger["max_bytes"]
     )
-    print(f"goal (RSS <= start + memo_bytes + overhead): {'met' if met else 'NOT met'}")
+    print(f"goal (RSS <= start + the bounds' sum + overhead): {'met' if met else 'NOT met'}")
 
 
 def flat_goal(samples: list[Sample], failed: int, requests: int) -> None:

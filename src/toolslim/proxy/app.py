@@ -31,6 +31,7 @@ from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
 from toolslim.observe import capture, drift, fleet, logs, metrics
 from toolslim.observe.exchange import Ledger
+from toolslim.observe.ledger import book
 from toolslim.observe.ledger.book import Export, ToolLedger
 from toolslim.observe.ledger.prices import Prices
 from toolslim.observe.ledger.state import StateFile, keeping
@@ -123,6 +124,7 @@ def make_app(
         write_multiplier=settings.cache_write_multiplier,
         prices=Prices(settings.prices),
         base=base,
+        max_bytes=settings.memo_bytes // book.MEMO_SHARE,
     )
     stats = Stats(
         settings.pipeline,
