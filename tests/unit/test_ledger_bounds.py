@@ -16,6 +16,7 @@ from toolslim.core.toolfacts import ToolFacts, names_bytes, tool_facts
 from toolslim.observe.health import Health, Linter
 from toolslim.observe.ledger.book import ToolLedger, merge
 from toolslim.observe.ledger.render import render
+from toolslim.observe.ledger.state import counted, since
 from toolslim.wire.usage import Usage
 
 DAY = 1_796_428_800.0  # 2026-12-05T00:00:00Z
@@ -157,3 +158,15 @@ def test_lints_remembered_findings_stay_within_their_byte_bound() -> None:
         assert found  # each catalogue's finding is still found and counted
     assert 0 < health.held <= 20_000
     assert health.requests == 200
+
+
+def test_what_was_written_last_is_kept_without_tool_facts_and_gives_the_same_delta() -> None:
+    book = ledger(max_bytes=1_000_000)
+    offer(book, catalogue(1), "a")
+    before = book.live()
+    offer(book, catalogue(1), "b")
+    offer(book, catalogue(2), "c")
+    after = book.live()
+    kept = counted(before)
+    assert all(facts is None for facts in kept["catalogues"].values())
+    assert since(after, kept) == since(after, before)
