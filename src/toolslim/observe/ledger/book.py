@@ -31,10 +31,10 @@ MAX_CATALOGUES: Final = 1024  # catalogues whose tool facts are kept
 # whose tool facts went would lose its share of every tool's figures.
 MEMO_SHARE: Final = 4
 MAX_BYTES: Final = 25 * 2**20 // MEMO_SHARE
-# Estimates, measured with tracemalloc on Claude Code's catalogue (bench/README.md): a row
-# (its key, its counters, the dict's slot), a session told apart in a row.
-ROW_BYTES: Final = 700
-SESSION_BYTES: Final = 100
+# Estimates, measured with tracemalloc in memory_bench --bytes (bench/README.md): a row (its
+# key and digest text, its counters, its client's name, the dict's slot), a session in a row.
+ROW_BYTES: Final = 1_100
+SESSION_BYTES: Final = 120
 NAMES_SHARE: Final = 8  # the names kept for the calls (a cache): this part of the bytes
 SESSIONS_KEPT: Final = 64  # sessions told apart per row; beyond, a row's count stops there
 MAX_NAMES: Final = 100  # names of unknown calls, models unpriced and cache-miss reasons kept
