@@ -122,6 +122,7 @@ class Ledger:
         log_lines: logs.BatchedLines | None = None,
         *,
         drift_sessions: int = DRIFT_MAX_SESSIONS,
+        drift_store: drift.Sessions | None = None,
     ) -> None:
         self.stats = stats
         self._loop = loop
@@ -134,7 +135,7 @@ class Ledger:
         # The last pipeline summary logged and the runs it says: a session's memo hits
         # report the very same runs, so the text is made once per catalogue.
         self._summary: tuple[tuple[ComponentRun, ...], str] = ((), "-")
-        self.drift = drift.Tracker(drift_sessions)
+        self.drift = drift.Tracker(drift_sessions, sessions=drift_store)
         stats.track_drift_sessions(self.drift.__len__)
         self._warned: OrderedDict[tuple[str, bytes], None] = OrderedDict()
 

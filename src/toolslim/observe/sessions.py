@@ -1,0 +1,200 @@
+"""The drift sessions the workers of one host share (`drift.Sessions` in a SQLite file in their
+directory), so that a session's catalogue changes are the same whichever workers its requests
+reach. Must not import aiohttp or prometheus_client.
+
+One write transaction per request that carries a catalogue (a few tens of microseconds: see
+bench/drift_bench.py --workers 2). It observes and never forwards: a failing store costs that
+request's drift tracking, logged, and nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import orjson
+
+from toolslim.config.options import DRIFT_MAX_SESSIONS
+from toolslim.core.facts import DIGEST_SIZE
+from toolslim.observe import logs
+from toolslim.observe.drift import KEPT_BYTES, Kept, Listed, Seen, visited
+
+log = logging.getLogger("toolslim.observe.sessions")
+
+FILE: Final = "drift.sqlite"
+# A worker waits this long for another's transaction (each lasts microseconds) before it
+# gives up on one request's drift.
+BUSY_SECONDS: Final = 0.5
+
+_SCHEMA: Final = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE sessions (id BLOB PRIMARY KEY, recent BLOB, cached INTEGER, seen INTEGER)
+    WITHOUT ROWID;
+CREATE INDEX sessions_by_seen ON sessions (seen);
+CREATE TABLE catalogues (identity BLOB PRIMARY KEY, tools BLOB, size INTEGER, seen INTEGER)
+    WITHOUT ROWID;
+CREATE INDEX catalogues_by_seen ON catalogues (seen);
+"""
+
+
+def create(path: Path) -> None:
+    """Make the store, with the salt every worker's session hashes use (the master, before
+    it starts workers)."""
+    with _connect(path) as connection:
+        connection.executescript(_SCHEMA)
+        connection.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [("salt", secrets.token_bytes(16)), ("sessions", 0), ("kept_bytes", 0)],
+        )
+    connection.close()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
+    # A cache of hashes in a temporary directory: a crash may lose it, never corrupt a write
+    # in progress for the others (WAL), and nothing waits for the disk.
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=OFF")
+    return connection
+
+
+class SharedSessions:
+    """One worker's connection to the host's store: `max_sessions` sessions (least recently
+    visited go first) and the tools of catalogues within `kept_bytes`, over every worker."""
+
+    def __init__(
+        self, path: Path, max_sessions: int = DRIFT_MAX_SESSIONS, kept_bytes: int = KEPT_BYTES
+    ) -> None:
+        self.max_sessions = max(1, max_sessions)
+        self.kept_bytes = kept_bytes
+        self._db = _connect(path)
+        (self.salt,) = self._db.execute("SELECT value FROM meta WHERE key = 'salt'").fetchone()
+        self._throttle = logs.Throttle(log)
+
+    def __len__(self) -> int:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'sessions'").fetchone()
+        except sqlite3.Error as exc:
+            self._failed(exc)
+            return 0
+        return int(row[0])
+
+    def visit(self, session: bytes, identity: bytes, cached: int | None) -> Seen | None:
+        db = self._db
+        now = time.monotonic_ns()  # one clock for every process of the host
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute(
+                    "SELECT recent, cached FROM sessions WHERE id = ?", (session,)
+                ).fetchone()
+                if row is None:
+                    db.execute(
+                        "INSERT INTO sessions VALUES (?, ?, ?, ?)",
+                        (session, identity, cached or 0, now),
+                    )
+                    self._count_new()
+                    seen = None
+                else:
+                    recent = _identities(row[0])
+                    seen = recent, int(row[1])
+                    after = recent if recent[0] == identity else visited(recent, identity)
+                    db.execute(
+                        "UPDATE sessions SET recent = ?, cached = ?, seen = ? WHERE id = ?",
+                        (b"".join(after), row[1] if cached is None else cached, now, session),
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            self._failed(exc)
+            return None
+        return seen
+
+    def _count_new(self) -> None:
+        """In the transaction: one session more, and the least recently visited beyond
+        `max_sessions` gone."""
+        db = self._db
+        (count,) = db.execute(
+            "UPDATE meta SET value = value + 1 WHERE key = 'sessions' RETURNING value"
+        ).fetchone()
+        if count > self.max_sessions:
+            over = count - self.max_sessions
+            db.execute(
+                "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions ORDER BY seen LIMIT ?)",
+                (over,),
+            )
+            db.execute("UPDATE meta SET value = value - ? WHERE key = 'sessions'", (over,))
+
+    def keep(self, identity: bytes, tools: Sequence[Listed]) -> None:
+        blob = orjson.dumps([[t.names, [d.hex() for d in t.digests], t.servers] for t in tools])
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                added = db.execute(
+                    "INSERT OR IGNORE INTO catalogues VALUES (?, ?, ?, ?)",
+                    (identity, blob, len(blob), time.monotonic_ns()),
+                ).rowcount
+                if added:
+                    self._count_kept(identity, len(blob))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            self._failed(exc)
+
+    def _count_kept(self, identity: bytes, size: int) -> None:
+        """In the transaction: `size` bytes more kept, the oldest catalogues gone beyond
+        `kept_bytes` (the one just kept always stays)."""
+        db = self._db
+        (total,) = db.execute(
+            "UPDATE meta SET value = value + ? WHERE key = 'kept_bytes' RETURNING value", (size,)
+        ).fetchone()
+        while total > self.kept_bytes:
+            row = db.execute(
+                "DELETE FROM catalogues WHERE identity = (SELECT identity FROM catalogues "
+                "WHERE identity != ? ORDER BY seen LIMIT 1) RETURNING size",
+                (identity,),
+            ).fetchone()
+            if row is None:
+                break
+            total -= row[0]
+        db.execute("UPDATE meta SET value = ? WHERE key = 'kept_bytes'", (total,))
+
+    def kept(self, identity: bytes) -> tuple[Listed, ...] | None:
+        try:
+            row = self._db.execute(
+                "SELECT tools FROM catalogues WHERE identity = ?", (identity,)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            self._failed(exc)
+            return None
+        if row is None:
+            return None
+        return tuple(
+            Kept(tuple(names), tuple(bytes.fromhex(d) for d in digests), tuple(servers))
+            for names, digests, servers in orjson.loads(row[0])
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _failed(self, exc: sqlite3.Error) -> None:
+        self._throttle.log(
+            logging.WARNING,
+            "drift-store",
+            f"the workers' shared drift store failed ({type(exc).__name__}: {exc}); this "
+            "request's catalogue change is not tracked",
+        )
+
+
+def _identities(recent: bytes) -> list[bytes]:
+    return [recent[at : at + DIGEST_SIZE] for at in range(0, len(recent), DIGEST_SIZE)]
