@@ -13,19 +13,26 @@ probe was answered, and the proxy's peak VmRSS during the abuse:
 - slow: 1,100 connections that send their request headers a byte a second, reconnecting when
   closed (at 1,024 descriptors the door keeps room for prompt clients);
 - uploads: 20 connections that each send 30 MiB of a 31 MiB body and stop (the buffer budget,
-  256 MiB, holds what fits; the rest streams through).
+  256 MiB, holds what fits; the rest streams through);
+- flood: 2,200 connections that send a request header byte every 5 s, reconnecting when
+  closed, while a normal request on a new connection goes out every 0.25 s: each must be
+  answered within 10 s (issue 23's probe of `--workers 2`).
+
+`--workers N` serves with N gunicorn workers (RSS is then the master's and the workers' sum);
+the connection limits, timeouts and buffer budget hold the same way in each.
 
 An idle window first is the baseline: each stall is also shown as a multiple of the idle one.
 Goals: no stall over 100 ms, peak RSS under 450 MB, every probe answered. Everything is on
 127.0.0.1; each abuse is bounded in seconds. Run: `python bench/abuse_bench.py [--seconds S]
-[--only gzip,slow,...]`. The machine may be shared: `other` is the CPU other processes used
-meanwhile (cores), as in proxy_bench.
+[--only gzip,slow,...] [--workers N]`. The machine may be shared: `other` is the CPU other
+processes used meanwhile (cores), as in proxy_bench.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gzip
 import json
 import os
@@ -61,10 +68,16 @@ def free_port() -> int:
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    """VmRSS of `pid` and of its children (gunicorn's workers), in MB."""
+    total = 0.0
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) / 1024
+    except OSError:  # exited meanwhile
+        return 0.0
+    return total + sum(rss_mb(int(child)) for child in children)
 
 
 def busy_cores_elsewhere(pids: set[int]) -> Callable[[], float]:
@@ -302,6 +315,74 @@ async def abuse_uploads(port: int, seconds: float, count: int = 20) -> str:
     return f"{count} x 30 MiB sent and held for {seconds:g} s"
 
 
+FLOOD_EVERY = 5.0  # seconds between two header bytes of a flooding connection
+NORMAL_EVERY = 0.25
+NORMAL_WITHIN = 10.0
+
+
+async def abuse_flood(port: int, seconds: float, count: int = 2200) -> str:
+    """`count` connections sending request headers a byte every FLOOD_EVERY s, reconnecting;
+    meanwhile normal requests, each on a new connection, that must be answered in time."""
+    end = time.monotonic() + seconds
+    opened = closed = 0
+    head = b"POST /v1/messages HTTP/1.1\r\nHost: bench\r\n" + HEADERS
+    latencies: list[float] = []  # -1: not answered within NORMAL_WITHIN
+
+    async def slow() -> None:
+        nonlocal opened, closed
+        while time.monotonic() < end:
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.1)
+                continue
+            opened += 1
+            try:
+                for byte in head:
+                    writer.write(bytes([byte]))
+                    await writer.drain()
+                    with contextlib.suppress(TimeoutError):  # closed: read returns b""
+                        if not await asyncio.wait_for(reader.read(1), FLOOD_EVERY):
+                            raise ConnectionResetError
+                    if time.monotonic() >= end:
+                        break
+            except OSError:
+                closed += 1
+            finally:
+                writer.close()
+
+    async def normal() -> None:
+        sent = time.monotonic()
+        try:
+            await asyncio.wait_for(post(port, small_body()), NORMAL_WITHIN)
+            latencies.append(time.monotonic() - sent)
+        except (OSError, TimeoutError):
+            latencies.append(-1.0)
+
+    async def normals() -> None:
+        tasks = []
+        while time.monotonic() < end:
+            tasks.append(asyncio.create_task(normal()))
+            await asyncio.sleep(NORMAL_EVERY)
+        await asyncio.gather(*tasks)
+
+    async def midway() -> str:
+        await asyncio.sleep(seconds / 2)
+        try:
+            stats = await asyncio.wait_for(asyncio.to_thread(proxy_stats, port), NORMAL_WITHIN)
+        except (OSError, TimeoutError) as exc:
+            return f"/stats midway: no answer ({type(exc).__name__})"
+        return f"/stats midway: connections {json.dumps(stats['connections'])}"
+
+    stats, *_ = await asyncio.gather(midway(), normals(), *(slow() for _ in range(count)))
+    answered = [took for took in latencies if took >= 0]
+    return (
+        f"{count} at once, {opened} opened, {closed} closed by the proxy; normal requests on "
+        f"new connections: {len(answered)} of {len(latencies)} answered within "
+        f"{NORMAL_WITHIN:g} s (slowest {max(answered, default=0.0):.2f} s); {stats}"
+    )
+
+
 ABUSES: dict[str, Callable[[int, float], Awaitable[str]]] = {
     "gzip": abuse_gzip,
     "zstd": abuse_zstd,
@@ -309,6 +390,7 @@ ABUSES: dict[str, Callable[[int, float], Awaitable[str]]] = {
     "bomb": abuse_bomb,
     "slow": abuse_slow,
     "uploads": abuse_uploads,
+    "flood": abuse_flood,
 }
 
 
@@ -364,7 +446,7 @@ async def sample_rss(pid: int, stop: asyncio.Event, peak: list[float]) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))  # for 1,100 clients
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))  # for 2,200 clients
     pin = args.pin == "auto" and shutil.which("taskset") is not None and os.cpu_count() != 1
     folder = Path(tempfile.mkdtemp(prefix="toolslim-abuse-"))
     up_port, port = free_port(), free_port()
@@ -375,6 +457,7 @@ async def run(args: argparse.Namespace) -> int:
         "log_level: warning\n"
     )
     me = [sys.executable, str(Path(__file__).resolve())]
+    serve = [sys.executable, "-m", "toolslim", "serve"]
     processes: list[subprocess.Popen[bytes]] = []
     try:
         upstream = subprocess.Popen(
@@ -384,7 +467,7 @@ async def run(args: argparse.Namespace) -> int:
         assert upstream.stdout is not None
         upstream.stdout.readline()  # "listening": the bomb is built
         proxy = subprocess.Popen(
-            pinned([sys.executable, "-m", "toolslim", "serve", "--config", str(config)], 1, pin),
+            pinned([*serve, "--config", str(config), "--workers", str(args.workers)], 1, pin),
             preexec_fn=lower_files,
             stderr=open(folder / "proxy.log", "wb"),  # noqa: SIM115 (lives as long as the proxy)
         )
@@ -397,7 +480,8 @@ async def run(args: argparse.Namespace) -> int:
         other = busy_cores_elsewhere({os.getpid(), *(p.pid for p in processes)})
         windows = []
         print(
-            f"proxy pid {proxy.pid}, RLIMIT_NOFILE {FILES}; pinned: {pin}; {args.seconds:g} s each"
+            f"proxy pid {proxy.pid}, workers {args.workers}, RLIMIT_NOFILE {FILES}; "
+            f"pinned: {pin}; {args.seconds:g} s each"
         )
         await asyncio.sleep(3.0)  # past the proxy's start-up
         names = ["idle", *[n for n in ABUSES if not args.only or n in args.only.split(",")]]
@@ -504,6 +588,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="per abuse (default 10)")
     parser.add_argument("--only", default="", help="comma-separated abuses: " + ",".join(ABUSES))
     parser.add_argument("--pin", choices=("auto", "none"), default="auto")
+    parser.add_argument("--workers", type=int, default=1, help="gunicorn workers (default 1)")
     parser.add_argument("--upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--probe", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
