@@ -69,3 +69,20 @@ def test_a_new_worker_with_the_pid_of_one_never_released_does_not_inherit_its_by
     assert old.take(50)
     reborn = HostBudget(tmp_path / budget.FILE, 100, 7)
     assert reborn.held == 0 and reborn.own == 0
+
+
+def test_a_worker_takes_from_its_lease_and_keeps_at_most_two_leases_unused(
+    tmp_path: Path,
+) -> None:
+    capacity = budget.LEASES * 1000  # leases of 1,000 bytes
+    first, second = host(tmp_path, capacity, 1, 2)
+    assert first.take(10) and first.held == 1000  # a whole lease reserved for 10 bytes
+    assert second.take(capacity - 1000)  # the rest of the host
+    assert first.take(990)  # within its lease
+    assert not first.take(1)  # beyond it, and the host is full
+    second.give(capacity - 1000)
+    assert first.held == 1000 + 1000  # second keeps one lease spare of what it gave
+    assert first.take(capacity - 2000) and first.own == capacity - 1000
+    assert not second.take(1001)  # its spare lease holds 1,000
+    first.give(capacity - 1000)
+    assert first.held <= 2 * 1000 + 1000
