@@ -154,9 +154,7 @@ class ConnectionLimits:
     `_make_room`).
     """
 
-    def __init__(
-        self, limits: ClientLimits, stats: Stats, budget: Budget | None = None
-    ) -> None:
+    def __init__(self, limits: ClientLimits, stats: Stats, budget: Budget | None = None) -> None:
         self.limits = limits
         self.stats = stats
         self.max_connections = limits.max_connections or derived_max_connections()
