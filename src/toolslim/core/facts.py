@@ -18,6 +18,7 @@ from typing import Final
 
 import orjson
 
+from toolslim.core.lint import Finding, lint_raw
 from toolslim.core.schema import JSON
 
 # Keys of a catalogue element that hold more tools (catalog.NESTED_TOOL_LISTS): a Gemini
@@ -204,13 +205,17 @@ class CatalogueFacts:
     same catalogue.
     """
 
-    __slots__ = ("_raw", "_tools", "digest", "size")
+    __slots__ = ("_findings", "_raw", "_tools", "digest", "forwarded", "size")
 
-    def __init__(self, raw: bytes) -> None:
+    def __init__(self, raw: bytes, forwarded: bytes | None = None) -> None:
+        """`raw` the catalogue as received; `forwarded` as the pipeline forwards it (None:
+        unchanged), whose tools the tool ledger counts tokens of (toolfacts.py)."""
         self.digest = digest(raw)
         self.size = len(raw)
         self._raw: bytes | None = raw
         self._tools: Tools | None = None
+        self.forwarded = raw if forwarded is None else forwarded
+        self._findings: dict[str, tuple[Finding, ...]] | None = None  # by API
 
     @property
     def tools(self) -> Tools:
@@ -224,6 +229,24 @@ class CatalogueFacts:
     def read(self) -> bool:
         """Whether the tools were read (then the bytes are let go)."""
         return self._tools is not None
+
+    def findings(self, api: str) -> tuple[Finding, ...]:
+        """The lint findings of this catalogue sent to `api`, found on first use and kept.
+        Asked before the tools are read (when the request is transformed), so the bytes are
+        still held; asked for another API after that, it finds none."""
+        found = self.known_findings(api)
+        if found is None:
+            found = lint_raw(self._raw, api) if self._raw is not None else ()
+            self.remember_findings(api, found)
+        return found
+
+    def known_findings(self, api: str) -> tuple[Finding, ...] | None:
+        """The findings for `api` if they were found before, else None."""
+        return None if self._findings is None else self._findings.get(api)
+
+    def remember_findings(self, api: str, found: tuple[Finding, ...]) -> None:
+        """The findings for `api` as found before from the same bytes (the same digest)."""
+        self._findings = {**(self._findings or {}), api: found}
 
     def known(self, tools: Tools) -> None:
         """The tools as read before from the same bytes (the same digest), so they are not
@@ -257,7 +280,7 @@ def read_tools(raw: bytes) -> Tools:
     reader = _Reader(raw)
     for index, (tool, slot) in enumerate(zip(catalogue, places.slots, strict=True)):
         if slot.nested is None:
-            reader.leaf(tool, slot, _fallback_label(tool, index), None, b"")
+            reader.leaf(tool, slot, fallback_label(tool, index), None, b"")
             continue
         key, inner = slot.nested
         group = label(tool)
@@ -265,7 +288,7 @@ def read_tools(raw: bytes) -> Tools:
         # a change there changes what every member means.
         own = digest(raw[slot.start : inner.start] + raw[inner.end : slot.end])
         for position, (member, member_slot) in enumerate(zip(tool[key], inner.slots, strict=True)):
-            name = _fallback_label(member, position)
+            name = fallback_label(member, position)
             reader.leaf(
                 member,
                 member_slot,
@@ -277,7 +300,7 @@ def read_tools(raw: bytes) -> Tools:
     return reader.tools()
 
 
-def _fallback_label(tool: JSON, index: int) -> str:
+def fallback_label(tool: JSON, index: int) -> str:
     """`label`, else an object's first key (a Gemini `{"googleSearch": {}}`), else `#index`."""
     found = label(tool)
     if found is not None:

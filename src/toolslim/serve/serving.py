@@ -14,12 +14,13 @@ import logging
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import web
 
 from toolslim.config.settings import Settings
 from toolslim.observe import fleet, logs
+from toolslim.observe.ledger.state import StateError, StateFile, open_base
 from toolslim.proxy.admin import ADMIN
 from toolslim.proxy.app import make_app
 from toolslim.proxy.limits import CONNECTION_LIMITS
@@ -36,16 +37,25 @@ def serve(settings: Settings) -> int:
     """
     log_lines = logs.configure(settings.log_level)
     uvloop = settings.event_loop == "uvloop"
+    try:  # a bad state file stops the start with its reason: a restart would meet it again
+        state, base = open_base(settings.state_file)
+    except StateError as exc:
+        log.error("%s", exc)
+        log_lines.flush()
+        return 2
     if settings.workers > 1:
         # Imported only here: gunicorn is needed by nothing else.
         from toolslim.serve import workers
 
+        if state is not None:
+            state.close()  # each worker writes through its own connection
         return workers.serve(
             settings,
             functools.partial(worker_serving, settings, log_lines),
             log_lines,
             uvloop=uvloop,
             ready=lambda addresses: _announce(settings, addresses, log_lines),
+            base=None if base is None else fleet.base_state(settings, base),
         )
     loop_factory = None
     if uvloop:
@@ -53,7 +63,7 @@ def serve(settings: Settings) -> int:
 
         loop_factory = module.new_event_loop
     with asyncio.Runner(loop_factory=loop_factory) as runner:
-        return runner.run(_serve_alone(settings, log_lines))
+        return runner.run(_serve_alone(settings, log_lines, state, base))
 
 
 def _runner(app: web.Application) -> web.AppRunner:
@@ -75,9 +85,12 @@ class Serving:
         settings: Settings,
         log_lines: logs.BatchedLines,
         board: fleet.Board | None = None,
+        *,
+        state: StateFile | None = None,
+        base: dict[str, Any] | None = None,
     ) -> None:
         self.settings = settings
-        self.app = make_app(settings, log_lines, board)
+        self.app = make_app(settings, log_lines, board, state=state, base=base)
         self.app.cleanup_ctx.insert(0, lambda app: _flushing(log_lines))  # out last
         self.runner = _runner(self.app)
         self.connections = self.app[CONNECTION_LIMITS]
@@ -119,7 +132,8 @@ class Serving:
 def worker_serving(settings: Settings, log_lines: logs.BatchedLines, folder: Path) -> Serving:
     """What one worker serves (gunicorn's worker starts it, listens on its sockets and stops
     it as one process does)."""
-    return Serving(settings, log_lines, fleet.Board(folder))
+    state = StateFile(settings.state_file) if settings.state_file else None
+    return Serving(settings, log_lines, fleet.Board(folder), state=state)
 
 
 async def _flushing(log_lines: logs.BatchedLines) -> AsyncIterator[None]:
@@ -131,8 +145,13 @@ async def _flushing(log_lines: logs.BatchedLines) -> AsyncIterator[None]:
     log_lines.flush()
 
 
-async def _serve_alone(settings: Settings, log_lines: logs.BatchedLines) -> int:
-    serving = Serving(settings, log_lines)
+async def _serve_alone(
+    settings: Settings,
+    log_lines: logs.BatchedLines,
+    state: StateFile | None,
+    base: dict[str, Any] | None,
+) -> int:
+    serving = Serving(settings, log_lines, state=state, base=base)
     await serving.start()
     try:
         await serving.listen()

@@ -131,15 +131,19 @@ def serve(
     *,
     uvloop: bool,
     ready: Callable[[list[str]], None],
+    base: fleet.State | None = None,
 ) -> int:
     """Run `settings.workers` workers, each serving `factory(folder)`, until SIGTERM (drain,
     then exit) or SIGINT (the same, sooner); the master's exit status. `ready` gets the
-    listening addresses once the socket is bound."""
+    listening addresses once the socket is bound; `base`, what the state file held at start,
+    is counted once in the host's totals (each worker adds only its own counts to the file)."""
     master = os.getpid()
     folder = Path(tempfile.mkdtemp(prefix="toolslim-workers-"))
     board = fleet.Board(folder)
     budget.HostBudget.create(folder / budget.FILE)
     sessions.create(folder / sessions.FILE)
+    if base is not None:
+        board.put_base(base)
 
     async def load() -> Service:
         return factory(folder)
