@@ -155,3 +155,15 @@ def test_two_workers_on_one_store_see_the_changes_one_process_sees(
                     single.servers,
                 )
         assert len(pair[0]) == len(pair[1]) == len(alone)
+
+
+def test_a_large_store_forgets_a_sixteenth_of_its_bound_at_a_time_the_least_recent_first(
+    tmp_path: Path,
+) -> None:
+    first, second = workers(store(tmp_path), max_sessions=64)
+    for index in range(200):
+        observe((first, second)[index % 2], f"s{index}".encode(), [READ])
+        assert len(first) <= 64
+    assert len(first) >= 64 - 64 // 16
+    remembered = [observe(first, f"s{index}".encode(), [BASH]) for index in range(140, 200)]
+    assert all(change is not None for change in remembered)  # the 60 most recent

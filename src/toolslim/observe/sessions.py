@@ -37,7 +37,6 @@ CREATE TABLE sessions (
     id BLOB PRIMARY KEY, recent BLOB, cached INTEGER, seen INTEGER,
     before BLOB, before_cached INTEGER  -- what `recent` and `cached` were before the last visit
 ) WITHOUT ROWID;
-CREATE INDEX sessions_by_seen ON sessions (seen);
 CREATE TABLE catalogues (identity BLOB PRIMARY KEY, tools BLOB, size INTEGER, seen INTEGER)
     WITHOUT ROWID;
 CREATE INDEX catalogues_by_seen ON catalogues (seen);
@@ -140,14 +139,16 @@ class SharedSessions:
         return bool(added)
 
     def _count_new(self) -> None:
-        """In the transaction: one session more, and the least recently visited beyond
-        `max_sessions` gone."""
+        """In the transaction: one session more; beyond `max_sessions`, the least recently
+        visited go."""
         db = self._db
         (count,) = db.execute(
             "UPDATE meta SET value = value + 1 WHERE key = 'sessions' RETURNING value"
         ).fetchone()
         if count > self.max_sessions:
-            over = count - self.max_sessions
+            # A sixteenth of the bound at a time: one scan for many new sessions, and no
+            # index on `seen` for every visit to update.
+            over = count - self.max_sessions + self.max_sessions // 16
             db.execute(
                 "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions ORDER BY seen LIMIT ?)",
                 (over,),
