@@ -167,3 +167,15 @@ def test_a_large_store_forgets_a_sixteenth_of_its_bound_at_a_time_the_least_rece
     assert len(first) >= 64 - 64 // 16
     remembered = [observe(first, f"s{index}".encode(), [BASH]) for index in range(140, 200)]
     assert all(change is not None for change in remembered)  # the 60 most recent
+
+
+def test_a_worker_that_cannot_open_the_store_gets_none_and_tracks_drift_on_its_own(
+    tmp_path: Path,
+) -> None:
+    broken = tmp_path / sessions.FILE
+    broken.write_bytes(b"not a database, " * 512)
+    assert sessions.opened(broken) is None
+    tracker = Tracker(sessions=sessions.opened(broken))
+    observe(tracker, b"s", [READ])
+    change = observe(tracker, b"s", [READ, EDIT])
+    assert change is not None and change.kind == "added"

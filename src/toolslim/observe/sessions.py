@@ -13,9 +13,9 @@ import logging
 import secrets
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, TypeVar
 
 import orjson
 
@@ -25,11 +25,14 @@ from toolslim.observe import logs
 from toolslim.observe.drift import KEPT_BYTES, Kept, Listed, Seen, visited
 
 log = logging.getLogger("toolslim.observe.sessions")
+T = TypeVar("T")
 
 FILE: Final = "drift.sqlite"
-# A worker waits this long for another's transaction (each lasts microseconds) before it
-# gives up on one request's drift.
-BUSY_SECONDS: Final = 0.5
+# A worker waits this long for another's write (each lasts microseconds) before it gives up
+# on one request's drift. It waits here, in short naps, not in SQLite's busy handler, whose
+# first sleep is a whole millisecond of the event loop for a lock held some 20 us.
+BUSY_SECONDS: Final = 0.05
+_NAP_SECONDS: Final = 0.00005
 
 _SCHEMA: Final = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -53,12 +56,14 @@ _VISIT: Final = (
 
 
 _KEPT: Final = "SELECT 1 FROM catalogues WHERE identity = ?"
+_SALT: Final = "SELECT value FROM meta WHERE key = 'salt'"
 
 
 def create(path: Path) -> None:
     """Make the store, with the salt every worker's session hashes use (the master, before
     it starts workers)."""
     with _connect(path) as connection:
+        connection.execute("PRAGMA journal_mode=WAL")
         connection.executescript(_SCHEMA)
         connection.executemany(
             "INSERT INTO meta VALUES (?, ?)",
@@ -68,13 +73,28 @@ def create(path: Path) -> None:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
+    connection = sqlite3.connect(path, timeout=0, isolation_level=None)
     # A cache of hashes in a temporary directory: a crash may lose it, never corrupt a write
-    # in progress for the others (WAL), and nothing waits for the disk.
-    connection.execute("PRAGMA journal_mode=WAL")
+    # in progress for the others (WAL, which `create` set for good), and nothing waits for
+    # the disk.
     connection.execute("PRAGMA synchronous=OFF")
     connection.create_function("visited", 2, _visited, deterministic=True)
     return connection
+
+
+def opened(path: Path, max_sessions: int = DRIFT_MAX_SESSIONS) -> SharedSessions | None:
+    """A worker's connection to the store, or None (with a warning: that worker's drift is
+    then its own) when the store cannot be opened."""
+    try:
+        return SharedSessions(path, max_sessions)
+    except sqlite3.Error as exc:
+        log.warning(
+            "cannot open the workers' shared drift store (%s: %s); this worker tracks drift "
+            "on its own",
+            type(exc).__name__,
+            exc,
+        )
+        return None
 
 
 def _visited(recent: bytes, identity: bytes) -> bytes:
@@ -93,7 +113,7 @@ class SharedSessions:
         self.max_sessions = max(1, max_sessions)
         self.kept_bytes = kept_bytes
         self._db = _connect(path)
-        (self.salt,) = self._db.execute("SELECT value FROM meta WHERE key = 'salt'").fetchone()
+        (self.salt,) = _patiently(self._db.execute, _SALT).fetchone()
         self._throttle = logs.Throttle(log)
 
     def __len__(self) -> int:
@@ -105,21 +125,28 @@ class SharedSessions:
         return int(row[0])
 
     def visit(self, session: bytes, identity: bytes, cached: int | None) -> Seen | None:
-        db = self._db
         now = time.monotonic_ns()  # one clock for every process of the host
         try:
             for _ in range(2):
                 # One statement, so one short write lock: what the session was comes back
                 # from the columns the update copies it to.
-                row = db.execute(_VISIT, (identity, cached, now, session)).fetchone()
+                row = _patiently(self._update, identity, cached, now, session)
                 if row is not None:
                     return _identities(row[0]), int(row[1])
-                if self._insert(session, identity, cached or 0, now):
+                if _patiently(self._insert, session, identity, cached or 0, now):
                     return None
                 # Another worker's request of this new session came in first: visit it.
         except sqlite3.Error as exc:
             self._failed(exc)
         return None
+
+    def _update(
+        self, identity: bytes, cached: int | None, now: int, session: bytes
+    ) -> tuple[bytes, int] | None:
+        row: tuple[bytes, int] | None = self._db.execute(
+            _VISIT, (identity, cached, now, session)
+        ).fetchone()
+        return row
 
     def _insert(self, session: bytes, identity: bytes, cached: int, now: int) -> bool:
         """A new session, unless another worker made it meanwhile (then False)."""
@@ -163,22 +190,25 @@ class SharedSessions:
             self._failed(exc)
             return
         blob = orjson.dumps([[t.names, [d.hex() for d in t.digests], t.servers] for t in tools])
-        db = self._db
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                added = db.execute(
-                    "INSERT OR IGNORE INTO catalogues VALUES (?, ?, ?, ?)",
-                    (identity, blob, len(blob), time.monotonic_ns()),
-                ).rowcount
-                if added:
-                    self._count_kept(identity, len(blob))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            _patiently(self._add, identity, blob)
         except sqlite3.Error as exc:
             self._failed(exc)
+
+    def _add(self, identity: bytes, blob: bytes) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            added = db.execute(
+                "INSERT OR IGNORE INTO catalogues VALUES (?, ?, ?, ?)",
+                (identity, blob, len(blob), time.monotonic_ns()),
+            ).rowcount
+            if added:
+                self._count_kept(identity, len(blob))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def _count_kept(self, identity: bytes, size: int) -> None:
         """In the transaction: `size` bytes more kept, the oldest catalogues gone beyond
@@ -223,6 +253,21 @@ class SharedSessions:
             f"the workers' shared drift store failed ({type(exc).__name__}: {exc}); this "
             "request's catalogue change is not tracked",
         )
+
+
+def _patiently(call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)`, again after a short nap while another worker holds the write lock, for
+    up to BUSY_SECONDS (then the busy error goes to the caller)."""
+    deadline = time.monotonic() + BUSY_SECONDS
+    nap = _NAP_SECONDS
+    while True:
+        try:
+            return call(*args)
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(nap)
+        nap = min(2 * nap, 0.001)
 
 
 def _identities(recent: bytes) -> list[bytes]:

@@ -141,9 +141,7 @@ def make_app(
     host_budget = drift_store = None
     if board is not None:
         host_budget = buffers.HostBudget(board.folder / buffers.FILE, settings.max_buffered_bytes)
-        drift_store = sessions.SharedSessions(
-            board.folder / sessions.FILE, settings.drift_max_sessions
-        )
+        drift_store = sessions.opened(board.folder / sessions.FILE, settings.drift_max_sessions)
     # Connections come in through the limits when `serve` listens (a test server bypasses
     # them, and their middleware then does nothing).
     connections = ConnectionLimits(ClientLimits.of(settings), stats, host_budget)
@@ -163,7 +161,7 @@ def make_app(
         settings, pipeline, stats, recorder, log_lines, drift_store, pending
     )
     app[CONNECTION_LIMITS] = connections
-    if host_budget is not None and drift_store is not None:
+    if host_budget is not None:
         app.on_cleanup.append(lambda app: _close_shared(host_budget, drift_store))
     if board is None:
         app[ADMIN] = Admin(stats, metrics.make_registry(stats), settings.admin_token)
@@ -281,9 +279,10 @@ def _session(
     )
 
 
-async def _close_shared(budget: buffers.HostBudget, store: sessions.SharedSessions) -> None:
+async def _close_shared(budget: buffers.HostBudget, store: sessions.SharedSessions | None) -> None:
     budget.close()
-    store.close()
+    if store is not None:
+        store.close()
 
 
 def _capture_counts(recorder: capture.Recorder) -> tuple[int, int, int]:
