@@ -79,6 +79,9 @@ class Exchange:
     observer: UsageObserver | UsageReader | None = None
     disconnected: bool = False
     failure: str = ""  # upstream error kind, if any
+    # A WebSocket follow-up without a catalogue: those of the response it continues, still in
+    # the model's prompt (ledger.chain); the tool ledger counts them as offered again.
+    continued: tuple[CatalogueFacts, ...] = ()
     findings: tuple[Finding, ...] = ()  # lint findings of its catalogues (health.Linter)
     # The start of a 400 answer as it came (and its Content-Encoding): read for the tool it
     # names once the exchange is counted.
@@ -222,8 +225,9 @@ class Ledger:
         if exchange.report.catalogues:
             miss = observer.cache_miss if observer is not None else None
             catalogue = self._decide(exchange, exchange.report.catalogues, usage, model_call, miss)
-            if model_call and 200 <= exchange.status < 300:  # an error offered nothing billed
-                self._offered(exchange, exchange.report.catalogues, usage, observer)
+        in_prompt = exchange.report.catalogues or exchange.continued
+        if in_prompt and model_call and 200 <= exchange.status < 300:  # an error offered nothing
+            self._offered(exchange, in_prompt, usage, observer)
         if exchange.tokens is None:
             self._record_tokens(exchange.counted, usage, owed, catalogue)
         else:
