@@ -87,10 +87,13 @@ async def _turn(args: argparse.Namespace, report: dict[str, Any]) -> None:
         await web.TCPSite(fake, "127.0.0.1", 0).start()
         upstream = f"http://127.0.0.1:{fake.addresses[0][1]}"
         if args.proxy:
-            async with _toolslim(args.work, upstream, args.capture) as (base, proxy_report):
+            async with toolslim_serve(args.work, f"openai={upstream}", args.capture) as (
+                base,
+                proxy_report,
+            ):
                 report["proxy"] = proxy_report
                 report["codex"] = await _codex(args, base)
-                proxy_report["stats"] = await _settled_stats(base)
+                proxy_report["stats"] = await settled_stats(base)
         else:
             report["codex"] = await _codex(args, upstream)
     finally:
@@ -149,13 +152,13 @@ async def _codex(args: argparse.Namespace, base: str) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def _toolslim(work: Path, upstream: str, capture: bool = False) -> Any:
+async def toolslim_serve(work: Path, upstream: str, capture: bool = False) -> Any:
     """`toolslim serve` before the fake upstream, ready; stopped (and its log read) on exit;
     with `capture`, what it captured (one record a request) goes into the report too."""
     port = _free_port()
     log_path = work / "toolslim.log"
     command = [sys.executable, "-m", "toolslim", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--upstream", f"openai={upstream}", "--log-level", "info"]
+    command += ["--port", str(port), "--upstream", upstream, "--log-level", "info"]
     command += ["--capture", str(work / "capture")] if capture else []
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSLIM_")}
     env["XDG_STATE_HOME"] = str(work / "state")  # its tool ledger starts empty, every run
@@ -201,7 +204,7 @@ async def _ready(base: str, child: subprocess.Popen[bytes], limit: float = 20.0)
     raise RuntimeError(f"toolslim serve was not ready within {limit} s")
 
 
-async def _settled_stats(base: str) -> Any:
+async def settled_stats(base: str) -> Any:
     """/stats once nothing streams and `requests` held still between two polls, or after
     STATS_WAIT: a connection codex closed on exit may still be being counted."""
     deadline = time.monotonic() + STATS_WAIT
