@@ -27,10 +27,14 @@ def codex() -> Path:
     return CODEX
 
 
-def codex_turn(codex: Path, work: Path, calls: list[dict[str, Any]], model: str = "") -> Any:
-    """One turn through `toolslim serve --capture`, the fake answering with `calls` first."""
+def codex_turn(
+    codex: Path, work: Path, calls: list[dict[str, Any]], model: str = "", http: bool = False
+) -> Any:
+    """One turn through `toolslim serve --capture`, the fake answering with `calls` first;
+    `http`: the fake refuses the WebSocket with 426, and codex uses SSE at once."""
     args = ["--codex", str(codex), "--proxy", "--capture"]
     args += ["--model", model] if model else []
+    args += ["--refuse-upgrade", "426"] if http else []
     for call in calls:
         args += ["--call", json.dumps(call)]
     return turn("codex_turn", work, *args)
@@ -115,6 +119,22 @@ def test_the_ledger_forwards_every_message_of_a_codex_turn_byte_for_byte(
     assert arrived == [item["body_sha256"] for item in captured]
     requests = report["proxy"]["stats"]["requests"]
     assert requests["bytes_forwarded"] == requests["bytes_received"]
+
+
+def test_a_turn_of_two_calls_counts_the_same_over_http_where_each_request_carries_the_tools(
+    codex: Path, tmp_path: Path
+) -> None:
+    report = codex_turn(codex, tmp_path, [EXEC, EXEC], http=True)
+
+    assert report["codex"]["returncode"] == 0, report["codex"]["stderr"]
+    recording = Recording([Received.from_json(item) for item in report["recording"]])
+    posts = recording.creates("http")
+    assert len(posts) == 3
+    assert all("additional_tools" in post.raw.decode() for post in posts)
+    stats = report["proxy"]["stats"]
+    (server,) = stats["tools"]["servers"]
+    assert (server["requests"], server["calls"]) == (3, 2)
+    assert stats["tools"]["unknown_calls"]["total"] == 0
 
 
 def test_a_follow_up_without_tools_still_offers_and_counts_those_of_the_response_it_continues(
