@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from proxy_harness import FakeUpstream
-from test_workers import WORKERS, fresh_client, serve, settled, stop
+from served import WORKERS, fresh_client, serve, settled, stop
 
 HEADERS_SECONDS = 1
 SILENT = 6  # connections that send part of their request headers, then nothing

@@ -10,7 +10,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from proxy_harness import ANTHROPIC, KEY, FakeUpstream, Proxy, dumps, stats_of, total_is
-from test_workers import fresh_client, get_json, serve, settled, stop
+from served import fresh_client, get_json, serve, settled, stop
 
 SESSIONS = 12
 TOOLS = ANTHROPIC["tools"]

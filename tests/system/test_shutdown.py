@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from proxy_harness import ANTHROPIC, KEY, FakeUpstream, dumps
-from test_workers import fresh_client, get_json, serve, settled, stop
+from served import fresh_client, get_json, serve, settled, stop
 
 DELAY, GRACE = 1.0, 3.0
 SLACK = 3.0  # what a shared machine may add to the sequence's own second

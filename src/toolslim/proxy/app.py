@@ -108,7 +108,10 @@ def make_app(
     what it held at start (for one process; several workers find it on the board).
     """
     pipeline = Pipeline(
-        settings.pipeline, memo_size=settings.memo_size, options=settings.components
+        settings.pipeline,
+        memo_size=settings.memo_size,
+        memo_bytes=settings.memo_bytes,
+        options=settings.components,
     )
     pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = set()
     recorder = None
@@ -132,6 +135,7 @@ def make_app(
         cache_read_multiplier=settings.cache_read_multiplier,
         cache_write_multiplier=settings.cache_write_multiplier,
         memo_gauges=pipeline.memo_gauges,
+        memo_byte_gauges=pipeline.memo_byte_gauges,
         tokens_pending=lambda: len(pending),
         connection_gauges=lambda: connections.gauges(),
         capture_counts=None if recorder is None else functools.partial(_capture_counts, recorder),
@@ -201,11 +205,17 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
         state.pending,
         state.log_lines,
         drift_sessions=settings.drift_max_sessions,
+        drift_kept_bytes=settings.memo_bytes // drift.KEPT_SHARE,
         drift_store=state.drift_store,
     )
     # The worker thread's own pipeline: the memo is not thread-safe (see offload).
     offload = Offload(
-        Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
+        Pipeline(
+            settings.pipeline,
+            memo_size=settings.memo_size,
+            memo_bytes=settings.memo_bytes,
+            options=settings.components,
+        )
     )
     connections = app[CONNECTION_LIMITS]
     async with (
