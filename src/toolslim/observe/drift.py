@@ -414,8 +414,12 @@ class Tracker:
 
     def session(self, target: str, headers: Mapping[str, str] | None, body: bytes) -> bytes:
         """`session_of` with this tracker's salt."""
+        return self.session_named(session_key(target, headers, body))
+
+    def session_named(self, key: bytes) -> bytes:
+        """`session` of the request whose `session_key` is `key` (read once per request)."""
         keyed = self._keyed.copy()
-        keyed.update(session_key(target, headers, body))
+        keyed.update(key)
         return keyed.digest()
 
     def observe(

@@ -224,12 +224,19 @@ class Ledger:
         owed = observer is not None and model_call  # a response that should have said its usage
         usage = observer.finish() if observer is not None else None
         catalogue = None
+        in_prompt = exchange.report.catalogues or exchange.continued
+        offered = in_prompt and model_call and 200 <= exchange.status < 300  # not an error
+        # What names the session, read from the body once for drift and the tool ledger.
+        key = b""
+        if exchange.report.catalogues or offered:
+            key = drift.session_key(exchange.route.target, exchange.headers, exchange.body)
         if exchange.report.catalogues:
             miss = observer.cache_miss if observer is not None else None
-            catalogue = self._decide(exchange, exchange.report.catalogues, usage, model_call, miss)
-        in_prompt = exchange.report.catalogues or exchange.continued
-        if in_prompt and model_call and 200 <= exchange.status < 300:  # an error offered nothing
-            self._offered(exchange, in_prompt, usage, observer)
+            catalogue = self._decide(
+                exchange, exchange.report.catalogues, usage, model_call, key, miss
+            )
+        if offered:
+            self._offered(exchange, in_prompt, usage, observer, key)
         if exchange.tokens is None:
             self._record_tokens(exchange.counted, usage, owed, catalogue)
         else:
@@ -249,6 +256,7 @@ class Ledger:
         catalogues: Sequence[CatalogueFacts],
         usage: Usage | None,
         model_call: bool,
+        key: bytes,
         miss: tuple[str, int] | None = None,
     ) -> Catalogue:
         """Drift in the request's session and the advisories it carries, from the facts of its
@@ -259,7 +267,7 @@ class Ledger:
         identity = drift.identity_of(catalogues)
         if model_call:
             stats.record_catalogue(api, identity, catalogues)
-        session = tracker.session(exchange.route.target, exchange.headers, exchange.body)
+        session = tracker.session_named(key)
         change = tracker.observe(session, api, catalogues, usage, stats.clock())
         if change is not None:
             if miss is not None:
@@ -278,15 +286,17 @@ class Ledger:
         catalogues: Sequence[CatalogueFacts],
         usage: Usage | None,
         observer: UsageObserver | UsageReader | None,
+        key: bytes,
     ) -> None:
         """The tool ledger's count of one model call: the tools it offered, the calls its
-        answer made; a catalogue met for the first time has its tools counted off the loop."""
+        answer made; a catalogue met for the first time has its tools counted off the loop.
+        `key` names its session (drift.session_key)."""
         headers, target, body = exchange.headers or {}, exchange.route.target, exchange.body
         new = self.stats.tools.record(
             client=who.client_of(headers.get("user-agent")),
             api=exchange.route.api,
             model=who.model_of(target, body),
-            session=who.session_of(target, headers, body),
+            session=who.session_named(key),
             catalogues=catalogues,
             usage=usage,
             calls=observer.calls if observer is not None else (),

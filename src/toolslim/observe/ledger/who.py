@@ -17,7 +17,7 @@ import orjson
 from toolslim.core.owners import client_of
 from toolslim.observe.drift import session_key
 
-__all__ = ["client_of", "model_of", "session_of"]
+__all__ = ["client_of", "model_of", "session_named", "session_of"]
 
 _GEMINI_MODEL: Final = re.compile(r"/models/([^/:?]+)")
 _MODEL: Final = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.){1,200}")')
@@ -43,5 +43,9 @@ def model_of(target: str, body: bytes) -> str | None:
 
 def session_of(target: str, headers: Mapping[str, str] | None, body: bytes) -> str:
     """The request's session as a short hash (drift.session_key names it; never in clear)."""
-    key = session_key(target, headers, body)
+    return session_named(session_key(target, headers, body))
+
+
+def session_named(key: bytes) -> str:
+    """`session_of` the request whose `drift.session_key` is `key` (read once per request)."""
     return hashlib.blake2b(key, digest_size=8, person=b"toolslim-ledger").hexdigest()
