@@ -75,6 +75,7 @@ class Exchange:
     observer: UsageObserver | UsageReader | None = None
     disconnected: bool = False
     failure: str = ""  # upstream error kind, if any
+    capture: capture.Held | None = None  # its capture line, written once its answer is read
 
 
 def is_model_call(exchange: Exchange) -> bool:
@@ -89,10 +90,11 @@ def is_model_call(exchange: Exchange) -> bool:
 
 
 def record(recorder: capture.Recorder, exchange: Exchange, forwarded: bytes) -> None:
-    """Queue the request for the capture (non-blocking; it redacts credentials in the headers
-    and the query): the body as received and as forwarded."""
+    """Take the request for the capture (non-blocking; it redacts credentials in the headers
+    and the query): the body as received and as forwarded. Its line is queued when the
+    exchange is counted, with the tool calls of its answer."""
     path, _, query = exchange.route.target.partition("?")
-    recorder.record(
+    exchange.capture = recorder.hold(
         method=exchange.method,
         path=path,
         query=query,
@@ -200,6 +202,8 @@ class Ledger:
         model_call = is_model_call(exchange)
         owed = observer is not None and model_call  # a response that should have said its usage
         usage = observer.finish() if observer is not None else None
+        if exchange.capture is not None:
+            exchange.capture.answered(None)
         catalogue = None
         if exchange.report.catalogues:
             catalogue = self._decide(exchange, exchange.report.catalogues, usage, model_call)
