@@ -132,11 +132,28 @@ UNUSED_FIX = (
 )
 
 
-def with_tools(snapshot: dict[str, Any]) -> dict[str, Any]:
-    """A fresh proxy's snapshot with the tools section and an active unused_mcp_server."""
+def server_advice(row: dict[str, Any]) -> dict[str, Any]:
+    """One `advice.unused_mcp_server.servers` item: what the server costs, how to turn it off."""
+    return {
+        "client": row["client"],
+        "server": row["server"],
+        "tokens_per_request": row["tokens_per_request"],
+        "cost_per_request": {"equivalents": row["tokens_per_request"], "usd": 0.0054},
+        "cost_per_day": {"equivalents": row["tokens_per_request"] * 40, "usd": 0.21},
+        "fix": f"turn {row['server']} off ({row['client']})",
+    }
+
+
+def with_tools(snapshot: dict[str, Any], *, per_server: bool = True) -> dict[str, Any]:
+    """A fresh proxy's snapshot with the tools section and an active unused_mcp_server (with
+    its servers, as the ledger renders it, or without, as a bare advisory)."""
     snapshot = copy.deepcopy(snapshot)
     snapshot["tools"] = tools_section()
-    snapshot["advice"]["unused_mcp_server"] = {"requests": 120, "bytes": 0, "fix": UNUSED_FIX}
+    advice = {"requests": 120, "bytes": 0, "fix": UNUSED_FIX}
+    if per_server:
+        unused = [row for row in snapshot["tools"]["servers"] if row["unused"]]
+        advice["servers"] = [server_advice(row) for row in unused]
+    snapshot["advice"]["unused_mcp_server"] = advice
     return snapshot
 
 
@@ -228,16 +245,31 @@ def test_the_unused_tools_are_listed_under_their_own_server_with_what_each_costs
     assert "unused" not in builtin.get_attribute("class")
 
 
-def test_the_unused_mcp_server_banner_names_each_unused_server_with_its_cost(
+def test_the_unused_mcp_server_banner_names_each_unused_server_its_cost_and_its_fix(
     page: Any, snapshot: dict[str, Any]
 ) -> None:
     banner = page.find_element(By.CSS_SELECTOR, '#advice [data-advice="unused_mcp_server"]')
     assert banner.is_displayed()
     assert UNUSED_FIX in banner.text
     assert banner_servers(page) == ["claude-cli/aws-docs", "codex/memory"]
+    for item in snapshot["advice"]["unused_mcp_server"]["servers"]:
+        assert item["fix"] in banner.text
     shown = {path for path, _, _ in page_stats(page)}
-    for i in (2, 3):
-        assert f"tools.servers.{i}.cost_today.usd" in shown
+    for i in (0, 1):
+        base = f"advice.unused_mcp_server.servers.{i}"
+        assert {f"{base}.tokens_per_request", f"{base}.cost_per_day.usd"} <= shown
+
+
+def test_a_bare_unused_mcp_server_advisory_lists_the_unused_rows_of_tools(
+    driver: Any,  # noqa: F811
+) -> None:
+    snapshot = with_tools(Stats(["toolschema"]).snapshot(), per_server=False)
+    with serve(StatsServer(snapshot)) as server:
+        driver.get(f"{server.url}/dashboard")
+        wait_for_state(driver, "live")
+        assert banner_servers(driver) == ["claude-cli/aws-docs", "codex/memory"]
+        shown = assert_page_matches(driver, snapshot)
+        assert {"tools.servers.2.cost_today.usd", "tools.servers.3.cost_today.usd"} <= shown
 
 
 def test_calls_no_catalogue_offered_and_unpriced_models_are_noted_under_the_table(

@@ -353,7 +353,7 @@
             ' requests',
           ),
           el('p', { class: 'fix', text: advice.fix }),
-          name === 'unused_mcp_server' ? unusedServers(snapshot) : null,
+          name === 'unused_mcp_server' ? unusedServers(snapshot, advice) : null,
         ),
       );
     }
@@ -600,23 +600,28 @@
     said.forEach((part, k) => notes.append(k ? ' · ' : '', part));
   }
 
-  // The servers the unused_mcp_server advisory is about, under its banner.
-  function unusedServers(snapshot) {
-    const servers = (snapshot.tools && snapshot.tools.servers) || [];
+  // The servers the unused_mcp_server advisory is about, under its banner: each with what it
+  // costs and how to turn it off (advice.unused_mcp_server.servers), else from tools.servers.
+  function unusedServers(snapshot, advice) {
     const list = el('ul', { class: 'banner-list' });
-    servers.forEach((server, i) => {
-      if (!server.unused) return;
-      const base = ['tools', 'servers', i];
+    const named = Array.isArray(advice.servers) ? advice.servers : null;
+    const rows = named || ((snapshot.tools && snapshot.tools.servers) || []);
+    rows.forEach((server, i) => {
+      if (!named && !server.unused) return;
+      const base = named ? ['advice', 'unused_mcp_server', 'servers', i] : ['tools', 'servers', i];
+      const perDay = named && server.cost_per_day;
       list.append(
         el(
           'li',
           { 'data-server': server.server, 'data-client': server.client },
           el('strong', { text: server.server }),
           ` (${server.client}): `,
-          stat(pathOf(...base, 'tools')), server.tools === 1 ? ' tool' : ' tools',
-          ' never called · ',
           stat(pathOf(...base, 'tokens_per_request')), ' tokens per request · $',
-          stat(pathOf(...base, 'cost_today', 'usd'), 'dec2'), ' today',
+          perDay
+            ? stat(pathOf(...base, 'cost_per_day', 'usd'), 'dec2')
+            : stat(pathOf(...base, 'cost_today', 'usd'), 'dec2'),
+          perDay ? ' a day' : ' today',
+          named && server.fix ? el('span', { class: 'server-fix', text: server.fix }) : null,
         ),
       );
     });
