@@ -39,8 +39,8 @@ def report(*files: Path, verbose: bool = False, as_json: bool = True) -> tuple[i
     return code, out.getvalue(), err.getvalue()
 
 
-def capture_line(body: str) -> str:
-    return json.dumps({"v": 1, "body_sha256": "0" * 64, "body": body})
+def capture_line(body: str, **extra: Any) -> str:
+    return json.dumps({"v": 1, "body_sha256": "0" * 64, "body": body, **extra})
 
 
 OBJECT = {"type": "object"}
@@ -116,6 +116,7 @@ def test_tools_and_tokens_per_server_are_means_over_the_file_s_requests(tmp_path
             "tokens_before_per_request": git_before / 2,
             "tokens_after_per_request": git_after / 2,
             "percent_of_input": pytest.approx(100 * git_before / inputs),
+            "calls": None,
         },
         *sorted(
             (
@@ -126,6 +127,7 @@ def test_tools_and_tokens_per_server_are_means_over_the_file_s_requests(tmp_path
                     "tokens_before_per_request": tok(CANONICAL[tool]) / 2,
                     "tokens_after_per_request": tok(CANONICAL[tool]) / 2,
                     "percent_of_input": pytest.approx(100 * tok(CANONICAL[tool]) / inputs),
+                    "calls": None,
                 }
                 for server, tool in (("builtin", READ), ("memory", MEMORY))
             ),
@@ -141,12 +143,13 @@ def test_the_text_report_has_a_per_server_table_naming_the_file_once(tmp_path: P
     assert code == 0
     section = out[out.index("Per server") :].split("\n\n")[1].splitlines()
     header, *rows = ([""] * line.startswith(" ") + cells(line) for line in section)
-    assert header == ["file", "server", "tools", "deferred", "tokens", "% of input"]
+    assert header == ["file", "server", "tools", "deferred", "tokens", "% of input", "calls"]
     assert [row[0] for row in rows] == [str(path), "", ""]
     by_server = {row[1]: row[2:] for row in rows}
     inputs = tok(BODY_ALL)
     before, after = tok(CANONICAL[GIT_BEFORE]), tok(CANONICAL[GIT_AFTER])
-    assert by_server["git"] == ["1", "0", f"{before} -> {after}", f"{100 * before / inputs:.1f}%"]
+    share = f"{100 * before / inputs:.1f}%"
+    assert by_server["git"] == ["1", "0", f"{before} -> {after}", share, "-"]
     assert set(by_server) == {"git", "builtin", "memory"}
 
 
@@ -185,3 +188,28 @@ def test_verbose_names_each_skipped_capture_line_by_its_number(tmp_path: Path) -
         f"toolslim report: {path}:3: skipped: capture version 2 unsupported",
         f"toolslim report: {path}:4: skipped: not JSON",
     ]
+
+
+def test_the_calls_a_capture_recorded_are_counted_for_the_server_that_owns_each_tool(
+    tmp_path: Path,
+) -> None:
+    called = [
+        {"name": "mcp__git__status", "server": "git"},
+        {"name": "Read", "server": "builtin"},
+        {"name": "mcp__git__status", "server": "git"},
+        {"name": "search", "server": "aws_docs", "namespace": "mcp__aws_docs"},
+    ]
+    path = tmp_path / "answered.jsonl"
+    path.write_text(
+        capture_line(BODY_ALL, calls=called[:2])
+        + "\n"
+        + capture_line(BODY_ALL, calls=called[2:])
+        + "\n"
+        + capture_line(BODY_ALL)  # its answer was not read: no calls key
+        + "\n"
+    )
+    [result] = json.loads(report(path)[1])
+    calls = {server["server"]: server["calls"] for server in result["servers"]}
+    assert calls == {"git": 2, "builtin": 1, "memory": 0, "aws_docs": 1}
+    tools = {server["server"]: server["tools_per_request"] for server in result["servers"]}
+    assert tools["aws_docs"] == 0  # called, never offered in this file

@@ -24,7 +24,7 @@ from toolslim.core.pipeline import count_tokens as pipeline_tokens
 from toolslim.core.schema import JSON
 from toolslim.core.tokens import count_tokens
 from toolslim.observe.counters import break_even, percentile
-from toolslim.offline.servers import ServerCounts, count, owners
+from toolslim.offline.servers import Call, ServerCounts, calls_of, count, count_calls, owners
 from toolslim.offline.servers import summarize as summarize_servers
 from toolslim.offline.tables import LOSSY, PERCENTILES, render
 
@@ -54,6 +54,8 @@ class Requests:
     lines_skipped: Counter[str] = field(default_factory=Counter)
     lines: list[int] = field(default_factory=list)
     skipped_at: list[tuple[int, str]] = field(default_factory=list)
+    # Each body's answer's tool calls, where the capture recorded them (its `calls` key).
+    calls: list[list[Call] | None] = field(default_factory=list)
 
     def skip(self, line: int, why: str) -> None:
         self.lines_skipped[why] += 1
@@ -88,7 +90,7 @@ def read_file(path: str) -> Requests | Unread:
         if REQUEST_KEYS.isdisjoint(document):
             keys = ", ".join(sorted(REQUEST_KEYS))
             return Unread(f"it is a JSON object with none of the request members ({keys})")
-        return Requests([data], lines=[1])
+        return Requests([data], lines=[1], calls=[None])
     kind = "an array" if isinstance(document, list) else "a scalar"
     why = f"it is {kind}, not a request body (a JSON object) or a capture (JSON Lines)"
     return Unread(why)
@@ -122,6 +124,7 @@ def _read_lines(data: bytes) -> Requests | Unread:
         else:
             requests.bodies.append(body)
             requests.lines.append(number)
+            requests.calls.append(calls_of(record.get("calls")))
     if requests.bodies:
         return requests
     if records:
@@ -185,6 +188,7 @@ class FileStats:
     outcomes: dict[str, Counter[str]] = field(default_factory=dict)
     skip_reasons: dict[str, Counter[str]] = field(default_factory=dict)
     servers: dict[str, ServerCounts] = field(default_factory=dict)
+    answers: int = 0  # requests whose answer's tool calls the capture recorded
 
 
 class Replayer:
@@ -198,8 +202,9 @@ class Replayer:
         if LOSSY in pipeline.names:
             self.lossless = Pipeline([n for n in pipeline.names if n != LOSSY])
 
-    def replay(self, body: bytes, stats: FileStats) -> str | None:
-        """Count one request body into `stats`; or, counting nothing, why it cannot be."""
+    def replay(self, body: bytes, stats: FileStats, calls: list[Call] | None = None) -> str | None:
+        """Count one request body (and the tool calls its answer made, if recorded) into
+        `stats`; or, counting nothing, why it cannot be."""
         output, report, tokens = self._run(body)
         try:
             inputs = [self._measure(c) for c in catalogues(_document(body))]
@@ -235,6 +240,9 @@ class Replayer:
         for measured in outputs:
             stats.tool_after += measured.tool_tokens
             count(stats.servers, measured.owners, measured.tool_tokens, after=True)
+        if calls is not None:
+            stats.answers += 1
+            count_calls(stats.servers, calls)
         stats.tool_after_lossless += lossless_tools
         return None
 
@@ -359,7 +367,7 @@ def summarize(
         "deferred_tools_per_request": stats.deferred_tools / n,
         "deferred_catalogue_tokens_before": stats.deferred_before / n,
         "deferred_tokens_saved_per_request": stats.deferred_saved / n,
-        "servers": summarize_servers(stats.servers, n, stats.input_tokens),
+        "servers": summarize_servers(stats.servers, n, stats.input_tokens, stats.answers),
     }
 
 
@@ -416,8 +424,8 @@ def run_report(
             print(f"toolslim report: skipped {name}: {requests.why}", file=err)
             continue
         stats = FileStats()
-        for line, body in zip(requests.lines, requests.bodies, strict=True):
-            if (why := replayer.replay(body, stats)) is not None:
+        for line, body, calls in zip(requests.lines, requests.bodies, requests.calls, strict=True):
+            if (why := replayer.replay(body, stats, calls)) is not None:
                 requests.skip(line, why)
         if not stats.requests:
             why = _reasons(requests.lines_skipped)

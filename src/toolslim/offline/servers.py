@@ -1,6 +1,6 @@
 """`toolslim report`'s per-server breakdown: each leaf tool of a captured catalogue belongs to the
 MCP server its name names (`core.owners.server_of`), else `builtin`; tools and tokens add up per
-server. Values in, values out."""
+server, and the tool calls a capture recorded of each answer. Values in, values out."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from toolslim.core.owners import server_of
 from toolslim.core.schema import JSON
 
 NAMESPACE_MEMBERS = "tools"  # a Responses namespace `{"name": "mcp__<server>", "tools": [...]}`
+Call = tuple[str, str | None]  # (name, namespace) as the answer named the tool
 
 
 def owners(catalogue: list[JSON]) -> tuple[tuple[str, bool], ...]:
@@ -36,6 +37,7 @@ class ServerCounts:
     deferred_tools: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
+    calls: int = 0
 
 
 def count(
@@ -57,10 +59,30 @@ def count(
             counts.tokens_before += n
 
 
+def calls_of(recorded: Any) -> list[Call] | None:
+    """The calls of a capture line's `calls` key (docs/captures.md), or None when it has none
+    (an older capture, or no answer read); entries that are not calls are left out."""
+    if not isinstance(recorded, list):
+        return None
+    found: list[Call] = []
+    for call in recorded:
+        if isinstance(call, dict) and isinstance(name := call.get("name"), str):
+            namespace = call.get("namespace")
+            found.append((name, namespace if isinstance(namespace, str) else None))
+    return found
+
+
+def count_calls(into: dict[str, ServerCounts], calls: Iterable[Call]) -> None:
+    """Add one answer's tool calls to the servers that own the tools."""
+    for name, namespace in calls:
+        into.setdefault(server_of(name, namespace), ServerCounts()).calls += 1
+
+
 def summarize(
-    servers: dict[str, ServerCounts], requests: int, input_tokens: int
+    servers: dict[str, ServerCounts], requests: int, input_tokens: int, answers: int = 0
 ) -> list[dict[str, Any]]:
-    """The `--json` `servers` list: means per request, the most tokens first."""
+    """The `--json` `servers` list: means per request, the most tokens first; `calls` in all
+    (None when no line recorded its answer's calls)."""
     ordered = sorted(servers.items(), key=lambda item: (-item[1].tokens_before, item[0]))
     return [
         {
@@ -70,6 +92,7 @@ def summarize(
             "tokens_before_per_request": c.tokens_before / requests,
             "tokens_after_per_request": c.tokens_after / requests,
             "percent_of_input": 100 * c.tokens_before / input_tokens if input_tokens else None,
+            "calls": c.calls if answers else None,
         }
         for name, c in ordered
     ]

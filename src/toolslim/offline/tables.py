@@ -34,9 +34,10 @@ def render(summaries: Sequence[dict[str, Any]], total: dict[str, Any]) -> str:
     if servers:
         sections.append(
             [
-                "Per server: the MCP server a tool's name names, else builtin (means per request)",
+                "Per server: the MCP server a tool's name names, else builtin"
+                " (means per request; calls: in all, as captured)",
                 "",
-                *_table(SERVER_COLUMNS, servers, "<<>>>>"),
+                *_table(SERVER_COLUMNS, servers, "<<>>>>>"),
             ]
         )
     components = _component_rows(summaries)
@@ -59,7 +60,7 @@ SAVINGS_COLUMNS = (
 )
 TOOL_COLUMNS = ("file", "stage", "tools", *(f"p{p}" for p in PERCENTILES), "max")
 COMPONENT_COLUMNS = ("file", "component", "applied", "skipped", "error", "skip reasons")
-SERVER_COLUMNS = ("file", "server", "tools", "deferred", "tokens", "% of input")
+SERVER_COLUMNS = ("file", "server", "tools", "deferred", "tokens", "% of input", "calls")
 
 
 def _savings_row(summary: dict[str, Any]) -> list[str]:
@@ -132,6 +133,7 @@ def _server_rows(summaries: Sequence[dict[str, Any]]) -> list[list[str]]:
                     f"{_integer(server['tokens_before_per_request'])} -> "
                     f"{_integer(server['tokens_after_per_request'])}",
                     _percent(server["percent_of_input"]),
+                    _integer(server["calls"]),
                 ]
             )
             name = ""  # the file is named on its first row only
