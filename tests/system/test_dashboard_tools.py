@@ -272,12 +272,13 @@ def test_a_bare_unused_mcp_server_advisory_lists_the_unused_rows_of_tools(
         assert {"tools.servers.2.cost_today.usd", "tools.servers.3.cost_today.usd"} <= shown
 
 
-def test_calls_no_catalogue_offered_and_unpriced_models_are_noted_under_the_table(
+def test_unknown_calls_unpriced_models_and_cache_misses_are_noted_under_the_table(
     page: Any,
 ) -> None:
     notes = page.find_element(By.ID, "tools-notes").text
     assert "3 calls to tools their request did not offer" in notes
     assert "7 requests of models without a price (local-llama-3)" in notes
+    assert "cache misses the provider named: tools_changed 2× (58,000 tokens)" in notes
 
 
 def test_an_older_stats_without_tools_says_so_and_shows_nothing_else(

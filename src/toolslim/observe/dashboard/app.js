@@ -592,6 +592,21 @@
       said.push(el('span', {}, stat('tools.unpriced.requests'),
         ` requests of models without a price (${models}): counted in tok-eq only`));
     }
+    const misses = Object.entries(tools.cache_miss_reasons || {}).sort(
+      (a, b) => b[1].missed_tokens - a[1].missed_tokens || a[0].localeCompare(b[0]),
+    );
+    if (misses.length) {
+      const part = el('span', { class: 'cache-misses' }, 'cache misses the provider named: ');
+      misses.forEach(([reason], k) => {
+        const base = ['tools', 'cache_miss_reasons', reason];
+        part.append(
+          k ? ', ' : '',
+          el('code', { text: reason }), ' ', stat(pathOf(...base, 'requests')), '× (',
+          stat(pathOf(...base, 'missed_tokens')), ' tokens)',
+        );
+      });
+      said.push(part);
+    }
     if (servers.length) {
       said.push(el('span', {}, 'tok-eq: input tokens at the uncached price (a cache read ',
         stat('cache.read_multiplier', 'dec2'), '×, a write ',
