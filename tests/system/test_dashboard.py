@@ -38,7 +38,14 @@ WAIT_SECONDS = 15
 # The page must run under a strict policy: no inline script or style, nothing off-origin.
 CSP = "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
 # data-format -> (scale, decimals), as documented in docs/stats.md
-FORMATS = {"int": (1, 0), "ms": (1000, 2), "ms0": (1000, 0), "dec1": (1, 1), "dec2": (1, 2)}
+FORMATS = {
+    "int": (1, 0),
+    "ms": (1000, 2),
+    "ms0": (1000, 0),
+    "dec1": (1, 1),
+    "dec2": (1, 2),
+    "dec4": (1, 4),
+}
 
 
 def find_executable(*candidates: str) -> str | None:

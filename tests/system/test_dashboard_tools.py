@@ -113,7 +113,7 @@ def tools_section() -> dict[str, Any]:
             server(
                 "claude-cli", "aws-docs", 3, 1_793.0, calls=0, unused_tools=3, usd=0.41, today=0.11
             ),
-            server("codex", "memory", 1, 201.0, calls=0, unused_tools=1, usd=0.05, today=0.0),
+            server("codex", "memory", 1, 201.0, calls=0, unused_tools=1, usd=0.0036, today=0.0),
         ],
         "costliest": [
             tool("claude-cli", "builtin", "Bash", 2_310, calls=210),
@@ -227,6 +227,8 @@ def test_each_server_is_one_row_with_the_numbers_of_its_tools_entry(
         assert row["share"] == f"{share:.1f}%"
         assert row["unused"] is item["unused"]
     assert [r["share"] for r in rows[:2]] == ["23.1%", "19.8%"]
+    # Cents, and four decimals below a cent: a small server's cost is not shown as nothing.
+    assert "$0.87" in rows[0]["text"] and "$0.0036" in rows[3]["text"]
     assert browser_errors(page) == []
     screenshot(page, tmp_path / "dashboard-tools.png")
 

@@ -27,6 +27,7 @@
     ms0: { scale: 1000, digits: 0 },
     dec1: { scale: 1, digits: 1 },
     dec2: { scale: 1, digits: 2 },
+    dec4: { scale: 1, digits: 4 },
   };
   const numberFormats = {};
   for (const [name, f] of Object.entries(FORMATS)) {
@@ -482,9 +483,14 @@
     return server.tokens_per_request / whole;
   }
 
-  function money(base) {
+  // Dollars: cents, or four decimals below a cent (a server's cost today is often less than
+  // a cent, which cents would show as nothing).
+  const usdFormat = (value) => (value > 0 && value < 0.01 ? 'dec4' : 'dec2');
+  const dollars = (snapshot, path) => stat(path, usdFormat(lookup(snapshot, path)));
+
+  function money(snapshot, base) {
     return [
-      el('span', { class: 'usd' }, '$', stat(pathOf(...base, 'usd'), 'dec2')),
+      el('span', { class: 'usd' }, '$', dollars(snapshot, pathOf(...base, 'usd'))),
       el('span', { class: 'eq muted' }, stat(pathOf(...base, 'equivalents')), ' tok-eq'),
     ];
   }
@@ -574,8 +580,8 @@
           el('span', { class: 'meter', 'aria-hidden': 'true' }, fill),
         ),
         cell(TOOL_COLUMNS[3], stat(pathOf(...base, 'calls'))),
-        cell(TOOL_COLUMNS[4], ...money([...base, 'cost_today'])),
-        cell(TOOL_COLUMNS[5], ...money([...base, 'cost'])),
+        cell(TOOL_COLUMNS[4], ...money(snapshot, [...base, 'cost_today'])),
+        cell(TOOL_COLUMNS[5], ...money(snapshot, [...base, 'cost'])),
       );
       const under = unusedRow(server, unused);
       rows.append(...(under ? [row, under] : [row]));
@@ -633,8 +639,8 @@
           ` (${server.client}): `,
           stat(pathOf(...base, 'tokens_per_request')), ' tokens per request · $',
           perDay
-            ? stat(pathOf(...base, 'cost_per_day', 'usd'), 'dec2')
-            : stat(pathOf(...base, 'cost_today', 'usd'), 'dec2'),
+            ? dollars(snapshot, pathOf(...base, 'cost_per_day', 'usd'))
+            : dollars(snapshot, pathOf(...base, 'cost_today', 'usd')),
           perDay ? ' a day' : ' today',
           named && server.fix ? el('span', { class: 'server-fix', text: server.fix }) : null,
         ),
