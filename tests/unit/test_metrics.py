@@ -58,6 +58,9 @@ NOT_EXPORTED = {
     "advice.claude_code_tool_search_off.fix",
     "advice.gemini_declarations_over_limit.fix",
     "advice.websocket_disabled.fix",
+    "advice.unused_mcp_server.fix",
+    "advice.unused_mcp_server.servers",
+    "tools",  # per server, summed over clients: tests/unit/test_ledger.py checks them
 }
 
 

@@ -24,6 +24,7 @@ from toolslim.observe.counters import (
     most_requested,
 )
 from toolslim.observe.drift import KINDS, Change
+from toolslim.observe.ledger import book, render
 from toolslim.wire.usage import Usage
 
 SCHEMA_VERSION = 1
@@ -61,8 +62,19 @@ class Stats:
         tokens_pending: Callable[[], int] = lambda: 0,
         connection_gauges: Callable[[], Mapping[str, int]] = dict,
         capture_counts: Callable[[], tuple[int, int, int]] | None = None,
+        tools: book.ToolLedger | None = None,
+        unused_after: tuple[int, int] = (50, 3),
+        tool_metrics: bool = False,
     ) -> None:
         self.clock = clock
+        # The tool ledger (observe/ledger), and (requests, sessions) before a tool is unused.
+        self.tools = tools or book.ToolLedger(
+            read_multiplier=cache_read_multiplier,
+            write_multiplier=cache_write_multiplier,
+            clock=clock,
+        )
+        self.unused_after = unused_after
+        self.tool_metrics = tool_metrics  # /metrics series per tool (ledger.tool_metrics)
         self.started_at = clock()
         self.read_multiplier = cache_read_multiplier
         self.write_multiplier = cache_write_multiplier
@@ -337,10 +349,20 @@ class Stats:
             "errors": errors,
         }
 
+    def tools_state(self) -> dict[str, Any]:
+        """The tool ledger as a worker publishes it (fleet.state_of): its export and the
+        settings /stats `tools` is rendered with (render.shown)."""
+        return {
+            "ledger": self.tools.export(),
+            "unused_after": list(self.unused_after),
+            "tool_metrics": self.tool_metrics,
+        }
+
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON-ready dict; the documented /stats schema (keys are added, never renamed)."""
         memo_size, memo_capacity = self.memo_gauges()
         now = self.clock()
+        tools = render.tools_of(self.tools_state(), now)
         return {
             "version": SCHEMA_VERSION,
             "started_at": self.started_at,
@@ -401,7 +423,8 @@ class Stats:
                 "cache_write_tokens_after": dict(self.drift_cache_writes),
                 "recent": [change.as_dict() for change in self.drift_recent],
             },
-            "advice": self._advice_snapshot(),
+            "advice": render.with_unused_servers(self._advice_snapshot(), tools),
+            "tools": tools,
             "series": {
                 "interval_seconds": self.series_interval,
                 "points": [
@@ -410,3 +433,4 @@ class Stats:
                 ],
             },
         }
+
