@@ -206,8 +206,9 @@ class Ledger:
         model_call = is_model_call(exchange)
         owed = observer is not None and model_call  # a response that should have said its usage
         usage = observer.finish() if observer is not None else None
-        if exchange.capture is not None:
-            exchange.capture.answered(None)
+        if exchange.capture is not None:  # the request's capture line, with its answer's calls
+            calls = observer.calls if observer is not None and model_call else None
+            exchange.capture.answered(calls)
         catalogue = None
         if exchange.report.catalogues:
             miss = observer.cache_miss if observer is not None else None
