@@ -34,15 +34,8 @@ SERVICE_MONITOR_SCHEMA = KUBERNETES / "schemas" / "servicemonitor-monitoring-v1.
 
 # Metrics other issues add. Rules over them wait in PENDING_GROUP, which is skipped while one
 # of these is not exported, and dashboard panels may read them; any other name /metrics lacks
-# fails, in every group and panel. Now: the tool ledger's (issue 22).
-PENDING_METRICS: frozenset[str] = frozenset(
-    {
-        "toolslim_tool_calls_total",
-        "toolslim_tool_cost_usd_total",
-        "toolslim_tool_offered_tokens_total",
-        "toolslim_tool_unused",
-    }
-)
+# fails, in every group and panel. None now: the tool ledger's (group toolslim.tools) are in.
+PENDING_METRICS: frozenset[str] = frozenset()
 PENDING_GROUP = "toolslim.pending"
 # Labels the scrape adds to every series (job, instance) rather than toolslim.
 TARGET_LABELS = frozenset({"job", "instance"})
