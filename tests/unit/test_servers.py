@@ -213,3 +213,33 @@ def test_the_calls_a_capture_recorded_are_counted_for_the_server_that_owns_each_
     assert calls == {"git": 2, "builtin": 1, "memory": 0, "aws_docs": 1}
     tools = {server["server"]: server["tools_per_request"] for server in result["servers"]}
     assert tools["aws_docs"] == 0  # called, never offered in this file
+
+
+def test_with_several_files_the_table_ends_with_the_servers_over_every_request(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "1.json", tmp_path / "2.jsonl"
+    first.write_text(BODY_ALL)
+    second.write_text(
+        capture_line(BODY_GIT, calls=[{"name": "mcp__git__status"}])
+        + "\n"
+        + capture_line(BODY_GIT, calls=[])
+        + "\n"
+    )
+    code, out, _ = report(first, second, as_json=False)
+    assert code == 0
+    section = out[out.index("Per server") :].split("\n\n")[1].splitlines()
+    rows = [[""] * line.startswith(" ") + cells(line) for line in section[1:]]
+    start = next(i for i, row in enumerate(rows) if row[0] == "all 2 files")
+    over_all = {row[1]: row[2:] for row in rows[start:]}
+    before, after = tok(CANONICAL[GIT_BEFORE]), tok(CANONICAL[GIT_AFTER])
+    inputs = tok(BODY_ALL) + 2 * tok(BODY_GIT)
+    assert over_all["git"] == [
+        "1",  # three git tools over three requests
+        "0",
+        f"{before} -> {after}",
+        f"{100 * 3 * before / inputs:.1f}%",
+        "1",  # the one call the capture recorded
+    ]
+    assert set(over_all) == {"git", "builtin", "memory"}
+    assert over_all["memory"][0] == "0.3" and over_all["memory"][-1] == "0"

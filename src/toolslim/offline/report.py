@@ -24,7 +24,15 @@ from toolslim.core.pipeline import count_tokens as pipeline_tokens
 from toolslim.core.schema import JSON
 from toolslim.core.tokens import count_tokens
 from toolslim.observe.counters import break_even, percentile
-from toolslim.offline.servers import Call, ServerCounts, calls_of, count, count_calls, owners
+from toolslim.offline.servers import (
+    Call,
+    ServerCounts,
+    calls_of,
+    count,
+    count_calls,
+    merge_servers,
+    owners,
+)
 from toolslim.offline.servers import summarize as summarize_servers
 from toolslim.offline.tables import LOSSY, PERCENTILES, render
 
@@ -387,6 +395,12 @@ def totals(files: Sequence[FileStats]) -> dict[str, Any]:
         "tokens_saved_per_request": saved / requests,
         "saved_percent_of_input": 100 * saved / input_tokens if input_tokens else None,
         "deferred_tokens_saved_per_request": deferred / requests,
+        "servers": summarize_servers(
+            merge_servers(f.servers for f in files),
+            requests,
+            input_tokens,
+            sum(f.answers for f in files),
+        ),
     }
 
 

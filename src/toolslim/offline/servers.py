@@ -59,6 +59,20 @@ def count(
             counts.tokens_before += n
 
 
+def merge_servers(files: Iterable[dict[str, ServerCounts]]) -> dict[str, ServerCounts]:
+    """Several files' counts per server, added up."""
+    merged: dict[str, ServerCounts] = {}
+    for servers in files:
+        for name, c in servers.items():
+            into = merged.setdefault(name, ServerCounts())
+            into.tools += c.tools
+            into.deferred_tools += c.deferred_tools
+            into.tokens_before += c.tokens_before
+            into.tokens_after += c.tokens_after
+            into.calls += c.calls
+    return merged
+
+
 def calls_of(recorded: Any) -> list[Call] | None:
     """The calls of a capture line's `calls` key (docs/captures.md), or None when it has none
     (an older capture, or no answer read); entries that are not calls are left out."""

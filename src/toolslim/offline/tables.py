@@ -31,6 +31,8 @@ def render(summaries: Sequence[dict[str, Any]], total: dict[str, Any]) -> str:
         ["Per-tool schema tokens (each tool of each request)", "", *_tool_table(summaries)],
     ]
     servers = _server_rows(summaries)
+    if servers and total["files"] > 1:  # then the servers over every request of every file
+        servers += _server_rows([{"file": f"all {total['files']} files", **total}])
     if servers:
         sections.append(
             [
