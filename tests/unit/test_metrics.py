@@ -60,7 +60,7 @@ NOT_EXPORTED = {
     "advice.websocket_disabled.fix",
     "advice.unused_mcp_server.fix",
     "advice.unused_mcp_server.servers",
-    "tools",  # per server, summed over clients: tests/unit/test_ledger.py checks them
+    "tools",  # per server, summed over clients (see expected_samples); per tool: test_ledger
 }
 
 
@@ -240,6 +240,18 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
         put(f"advice.{name}.requests", sample, advice["requests"])
         sample = one("toolslim_advice_catalogue_bytes_total", advice=name)
         put(f"advice.{name}.bytes", sample, advice["bytes"])
+    for row in snap["tools"]["servers"]:  # per server, summed over the clients
+        server = row["server"]
+        added = [
+            (one("toolslim_tool_offered_tokens_total", server=server, tier=tier), value)
+            for tier, value in row["offered_tokens"].items()
+        ]
+        added.append((one("toolslim_tool_calls_total", server=server), row["calls"]))
+        added.append((one("toolslim_tool_cost_usd_total", server=server), row["cost"]["usd"]))
+        for sample, value in added:
+            out[sample] = out.get(sample, 0) + value
+        sample = one("toolslim_tool_unused", server=server)
+        out[sample] = max(out.get(sample, 0), int(row["unused"]))
 
     for key in ("proxy_overhead_seconds", "upstream_ttfb_seconds"):
         h, name, p = snap["timings"][key], f"toolslim_{key}", f"timings.{key}"

@@ -255,8 +255,8 @@ def _advice(row: Mapping[str, Any]) -> dict[str, Any]:
         "tokens_per_request": row["tokens_per_request"],
         "cost_per_request": row["cost_per_request"],
         "cost_per_day": row["cost_per_day"],
-        "fix": f"None of the {row['tools']} tools of MCP server {row['server']} was called; "
-        f"turning it off saves {round(row['tokens_per_request'])} prompt tokens per request: "
+        "fix": f"No tool of MCP server {row['server']} ({row['tools']} offered) was called; "
+        f"turning it off saves {round(row['tokens_per_request']):,} prompt tokens per request: "
         f"{how}.",
     }
 

@@ -87,11 +87,10 @@ class StateFile:
         (version,) = db.execute("PRAGMA user_version").fetchone()
         tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if application == 0 and version == 0 and tables == 0:  # new, or empty: make it ours
-            db.execute("BEGIN IMMEDIATE")
-            db.executescript(_SCHEMA)
-            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            db.execute(f"PRAGMA user_version = {VERSION}")
-            db.execute("COMMIT")
+            db.executescript(
+                f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA application_id = {APPLICATION_ID}; "
+                f"PRAGMA user_version = {VERSION}; COMMIT;"
+            )
             return
         if application != APPLICATION_ID:
             raise StateError(
