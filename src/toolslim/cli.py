@@ -1,5 +1,5 @@
-"""The command line: the only reader of argv and os.environ. Subcommands: serve, compact, report,
-tools.
+"""The command line: the only reader of argv and os.environ. Subcommands: serve, compact,
+report, lint, tools.
 
 Option flags and their --help come from `config.OPTIONS`; their values go to `load_settings`
 as given, so a bad one is reported like a bad YAML value, naming the flag.
@@ -107,6 +107,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_flags(report, _REPORT_FLAGS)
 
+    lint = commands.add_parser("lint", help="name the tools a provider will refuse, and the fix")
+    lint.add_argument("files", nargs="+", metavar="FILE", help="request bodies, captures, bare"
+                      " tools arrays, MCP tools/list results")
+    lint.add_argument("--provider", action="append", choices=("anthropic", "openai", "gemini"),
+                      help="check for this provider (repeatable; default: all three)")
+    lint.add_argument("--json", action="store_true", help="print a JSON list of findings")
+
     tools = commands.add_parser(
         "tools", help="what each tool and MCP server costs, from the state file of serve"
     )
@@ -146,6 +153,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     if args.command is None:
         _parser().print_help(sys.stderr)
         return 2
+    if args.command == "lint":  # takes no settings
+        from toolslim.offline.lint import run
+
+        return run(args.files, args.provider or (), args.json, sys.stdout, sys.stderr)
     try:
         settings = _load(args, env)
     except ConfigError as exc:

@@ -311,6 +311,13 @@ PARAMS = [
     for chunk in (3, 64 * 1024)
 ]
 STATUS = {"openai-responses": "mcp__git/status"}  # a namespace member, as the catalogue names it
+# api -> (model, genai-prices provider): what each request asks for, and who prices it.
+PRICED = {
+    "anthropic": ("claude-sonnet-4-5", "anthropic"),
+    "openai-chat": ("gpt-5", "openai"),
+    "openai-responses": ("gpt-5", "openai"),
+    "gemini": ("gemini-2.5-pro", "google"),
+}
 
 
 @pytest.mark.parametrize(("api", "transport", "content_type", "answer", "chunk"), PARAMS)
@@ -344,8 +351,11 @@ async def test_each_call_is_counted_once_by_tool_and_server_and_unknown_names_ap
     servers = {row["server"]: row for row in tools["servers"]}
     assert servers["git"]["calls"] == 1 and servers["git"]["tools"] == 2
     assert servers["builtin"]["calls"] == 1
-    # The usage read a cache: the catalogue was billed at the read tier.
+    # The usage read a cache: the catalogue was billed at the read tier, at the model's price.
+    size = 3040
+    unit = unit_price(*PRICED[api], size, cache_read_tokens=size)
     for item in items.values():
+        assert item["cost"]["usd"] == pytest.approx(float(unit * item["tokens"]), rel=1e-9)
         assert item["offered_tokens"] == {
             "read": item["tokens"],
             "write": 0,
@@ -509,3 +519,52 @@ async def test_sixty_requests_over_four_sessions_list_exactly_the_tools_never_ca
     assert advice["servers"][0]["client"] == "claude-cli"
     assert "claude mcp remove docs" in advice["servers"][0]["fix"]
     assert advice["requests"] == 60
+
+
+def diagnosed(reason: str, missed: int) -> bytes:
+    usage = {"input_tokens": 3000, "cache_creation_input_tokens": 2000}
+    diagnostics = {"cache_miss_reason": {"type": reason, "cache_missed_input_tokens": missed}}
+    start = {"type": "message_start", "message": {"usage": usage, "diagnostics": diagnostics}}
+    return sse(start, {"type": "message_delta", "usage": {"output_tokens": 3}})
+
+
+async def test_the_providers_cache_miss_reason_is_counted_and_named_on_the_drift_event(
+    answers: Answers, ledger_proxy: Callable[..., Any], client: aiohttp.ClientSession
+) -> None:
+    answers.content_type = "text/event-stream"
+    proxy = await ledger_proxy()
+    headers = {"X-Claude-Code-Session-Id": "one"}
+    for tools in (ANTHROPIC_TOOLS[:2], ANTHROPIC_TOOLS):  # the second adds a tool: a change
+        answers.body = diagnosed("tools_changed", 2500)
+        body = compact({**ANTHROPIC_BODY, "tools": tools})
+        async with client.post(proxy.make_url("/v1/messages"), data=body, headers=headers) as r:
+            assert await r.read() == answers.body
+    snapshot = await stats_of(client, proxy, lambda s: s["drift"]["changes"]["added"] == 1)
+    assert snapshot["tools"]["cache_miss_reasons"] == {
+        "tools_changed": {"requests": 2, "missed_tokens": 5000}
+    }
+    [change] = snapshot["drift"]["recent"]
+    assert change["kind"] == "added" and change["cache_miss_reason"] == "tools_changed"
+    # Observed only: the request went upstream as the client sent it, no diagnostics added.
+    assert all(b"diagnostics" not in received for received in answers.received)
+
+
+async def test_an_answer_with_an_error_status_offers_nothing(
+    aiohttp_server: Any, client: aiohttp.ClientSession
+) -> None:
+    statuses = [529, 200]
+
+    async def answer(request: web.Request) -> web.Response:
+        await request.read()
+        body = {"type": "message", "content": [], "usage": USAGE_READ}
+        return web.json_response(body, status=statuses.pop(0))
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", answer)
+    upstream = await aiohttp_server(app)
+    proxy = await aiohttp_server(make_app(settings_for(f"http://127.0.0.1:{upstream.port}")))
+    for status in (529, 200):
+        async with client.post(proxy.make_url("/v1/messages"), data=compact(ANTHROPIC_BODY)) as r:
+            assert r.status == status
+    snapshot = await stats_of(client, proxy, counted(2))
+    assert {item["requests"] for item in snapshot["tools"]["costliest"]} == {1}

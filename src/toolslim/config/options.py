@@ -476,9 +476,10 @@ OPTIONS: Final[tuple[Option, ...]] = (
         type="path",
         default="auto",
         check=state_file,
-        doc="SQLite file where `toolslim serve` keeps the tool ledger (/stats tools) across "
-        "restarts, in daily buckets, written every few seconds and at shutdown; auto is "
-        "$XDG_STATE_HOME/toolslim/state.sqlite3 (else ~/.local/state/...), none keeps nothing.",
+        doc="SQLite file (an absolute path) where `toolslim serve` keeps the tool ledger (/stats "
+        "tools) across restarts, in daily buckets, written every few seconds and at shutdown; "
+        "auto is $XDG_STATE_HOME/toolslim/state.sqlite3 (else ~/.local/state/...), none keeps "
+        "nothing. A file that is not toolslim's stops the start, naming it.",
     ),
     Option(
         name="prices",
@@ -520,8 +521,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
         type="bool",
         default=False,
         check=boolean,
-        doc="Also export one /metrics series per tool (toolslim_tool_tool_*): as many series "
-        "as tools, so off by default; per server they always are.",
+        doc="Also export /metrics series per tool (toolslim_tool_costliest_*, for the 50 "
+        "costliest tools /stats lists); per MCP server the tool series always are.",
     ),
 )
 OPTION: Final = MappingProxyType({option.name: option for option in OPTIONS})

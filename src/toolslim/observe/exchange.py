@@ -23,9 +23,10 @@ from toolslim.config.options import DRIFT_MAX_SESSIONS
 from toolslim.core import tokens
 from toolslim.core.catalog import Api
 from toolslim.core.facts import CatalogueFacts
+from toolslim.core.lint import Finding
 from toolslim.core.pipeline import ComponentRun, RunReport, cached_tokens, count_tokens
 from toolslim.core.toolfacts import ToolFacts, tool_facts
-from toolslim.observe import advice, capture, drift, logs
+from toolslim.observe import advice, capture, drift, health, logs
 from toolslim.observe.ledger import who
 from toolslim.observe.stats import Stats
 from toolslim.wire.routing import Route
@@ -79,6 +80,11 @@ class Exchange:
     disconnected: bool = False
     failure: str = ""  # upstream error kind, if any
     capture: capture.Held | None = None  # its capture line, written once its answer is read
+    findings: tuple[Finding, ...] = ()  # lint findings of its catalogues (health.Linter)
+    # The start of a 400 answer as it came (and its Content-Encoding): read for the tool it
+    # names once the exchange is counted.
+    answer: bytes = b""
+    answer_encoding: str | None = None
 
 
 def is_model_call(exchange: Exchange) -> bool:
@@ -143,6 +149,7 @@ class Ledger:
         stats.track_drift_sessions(self.drift.__len__)
         self._warned: OrderedDict[tuple[str, bytes], None] = OrderedDict()
         self._tool_counts: set[asyncio.Future[ToolFacts]] = set()  # the ledger's, per catalogue
+        self.lint = health.Linter(stats.health)
 
     def start_counting(self, exchange: Exchange, report: RunReport) -> None:
         """Find the request's catalogue tokens: at once when counted before, else on the
@@ -166,6 +173,13 @@ class Ledger:
         failed (by the error's type only: a message may quote the body), and find its
         catalogue tokens."""
         exchange.report = report
+        if report.catalogues:  # before the request is sent: /stats has it before the answer
+            try:
+                exchange.findings = self.lint.request(
+                    exchange.route.api, report.catalogues, exchange.method, exchange.path
+                )
+            except Exception:  # lint only observes: a bug in it must not cost the request
+                log.exception("toolslim lint failed on %s %s", exchange.method, exchange.path)
         for component, message in report.errors:
             kind = message.partition(":")[0]
             log.warning("component %s failed on %s: %s", component, exchange.path, kind)
@@ -213,7 +227,7 @@ class Ledger:
         if exchange.report.catalogues:
             miss = observer.cache_miss if observer is not None else None
             catalogue = self._decide(exchange, exchange.report.catalogues, usage, model_call, miss)
-            if model_call:
+            if model_call and 200 <= exchange.status < 300:  # an error offered nothing billed
                 self._offered(exchange, exchange.report.catalogues, usage, observer)
         if exchange.tokens is None:
             self._record_tokens(exchange.counted, usage, owed, catalogue)
@@ -223,6 +237,8 @@ class Ledger:
             )
         if exchange.sent:
             stats.observe_overhead(exchange.overhead)
+        if exchange.status == 400 and exchange.report.catalogues:
+            self._rejected(exchange, exchange.report.catalogues)
         if log.isEnabledFor(logging.INFO):
             self._log(exchange, exchange.report)
 
@@ -276,6 +292,9 @@ class Ledger:
             cache_miss=observer.cache_miss if observer is not None else None,
         )
         for facts in new:
+            if len(self._tool_counts) >= MAX_COUNTING:  # a flood of new catalogues: later
+                self.stats.tools.forget(facts.digest)
+                continue
             future = self._loop.run_in_executor(
                 self._counter, tool_facts, facts.forwarded, tokens.count_tokens
             )
@@ -288,6 +307,23 @@ class Ledger:
             self.stats.tools.forget(digest)
             return
         self.stats.tools.known(digest, done.result())
+
+    def _rejected(self, exchange: Exchange, catalogues: Sequence[CatalogueFacts]) -> None:
+        """An upstream 400 to a request with a catalogue: explained by lint, or not."""
+        names = [name for facts in catalogues for name in facts.tools.names]
+        where = f"{exchange.method} {exchange.path}"
+        try:
+            self.lint.answered(
+                exchange.route.api,
+                exchange.status,
+                exchange.findings,
+                exchange.answer,
+                exchange.answer_encoding,
+                names,
+                where,
+            )
+        except Exception:  # the rest of the exchange is still counted
+            log.exception("toolslim lint failed to read the 400 to %s", where)
 
     def _warn_once(self, name: advice.Advice, catalogue: bytes, exchange: Exchange) -> None:
         """One WARNING per advisory and catalogue (of the last WARNED pairs warned about)."""

@@ -15,7 +15,9 @@ from typing import Any, Final
 
 import orjson
 
+from toolslim.config.settings import Settings
 from toolslim.observe.counters import merge_catalogues, percentile
+from toolslim.observe.health import merge_findings
 from toolslim.observe.ledger import render
 from toolslim.observe.stats import RECENT_CHANGES, Stats
 
@@ -113,6 +115,7 @@ RULES: Final[dict[str, Callable[[list[Any]], Any]]] = {
     "cache.warm_break_even_requests": _latest,  # of the same worker's P and s
     "cache.write_multiplier": _first,
     "drift.recent": _recent,
+    "lint.findings": merge_findings,  # the same finding once, first seen, newest first
     "series": _series,
     "started_at": min,
     "tools": render.merged,  # the tool ledger's rows added, sessions united
@@ -325,7 +328,7 @@ class Member:
         return view(merged, live, count, self.clock(), self.pid)
 
 
-def base_state(settings: Any, export: dict[str, Any]) -> State:
+def base_state(settings: Settings, export: dict[str, Any]) -> State:
     """What the state file held at start, as a state the host's merge adds once (Board.BASE):
     the tool ledger only, with the settings /stats `tools` is rendered with."""
     tools = {

@@ -11,7 +11,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from toolslim.config.options import READ_MULTIPLIER, WRITE_MULTIPLIER
+from toolslim.config.options import DEFAULTS, READ_MULTIPLIER, WRITE_MULTIPLIER
 from toolslim.core.facts import CatalogueFacts
 from toolslim.core.pipeline import RunReport, TokenTotals
 from toolslim.observe.advice import ADVICE, FIX, Advice
@@ -24,6 +24,7 @@ from toolslim.observe.counters import (
     most_requested,
 )
 from toolslim.observe.drift import KINDS, Change
+from toolslim.observe.health import Health
 from toolslim.observe.ledger import book, render
 from toolslim.wire.usage import Usage
 
@@ -63,7 +64,10 @@ class Stats:
         connection_gauges: Callable[[], Mapping[str, int]] = dict,
         capture_counts: Callable[[], tuple[int, int, int]] | None = None,
         tools: book.ToolLedger | None = None,
-        unused_after: tuple[int, int] = (50, 3),
+        unused_after: tuple[int, int] = (
+            DEFAULTS["ledger_min_requests"],
+            DEFAULTS["ledger_min_sessions"],
+        ),
         tool_metrics: bool = False,
     ) -> None:
         self.clock = clock
@@ -121,6 +125,7 @@ class Stats:
         self.drift_recent: deque[Change] = deque(maxlen=RECENT_CHANGES)
         self.advice_requests: Counter[str] = Counter({a: 0 for a in ADVICE})
         self.advice_bytes: Counter[str] = Counter({a: 0 for a in ADVICE})
+        self.health = Health(clock)  # tool health: lint findings and upstream rejections
         self.series_interval = series_interval
         self.series: deque[list[float]] = deque(maxlen=series_points)
         self._point: list[float] = [float("inf"), 0, 0, 0]  # the current one; none yet
@@ -424,6 +429,7 @@ class Stats:
                 "recent": [change.as_dict() for change in self.drift_recent],
             },
             "advice": render.with_unused_servers(self._advice_snapshot(), tools),
+            "lint": self.health.snapshot(),
             "tools": tools,
             "series": {
                 "interval_seconds": self.series_interval,
@@ -433,4 +439,3 @@ class Stats:
                 ],
             },
         }
-

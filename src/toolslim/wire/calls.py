@@ -7,7 +7,7 @@ Stdlib only; never imports aiohttp or prometheus_client.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 __all__ = ["CALL_KEYS", "FINDERS", "MAX_CALLS", "CacheMiss", "Call", "Found", "cache_miss_of"]
@@ -32,22 +32,27 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _anthropic_block(key: Hashable, block: Any) -> Iterator[Found]:
+def _anthropic_block(key: Hashable, block: Any) -> tuple[Found, ...]:
     block = _dict(block)
     name = block.get("name")
-    if block.get("type") in _ANTHROPIC_BLOCKS and isinstance(name, str):
-        server = block.get("server_name")
-        yield key, (name, f"mcp__{server}" if isinstance(server, str) and server else None)
+    if block.get("type") not in _ANTHROPIC_BLOCKS or not isinstance(name, str):
+        return ()
+    server = block.get("server_name")
+    return ((key, (name, f"mcp__{server}" if isinstance(server, str) and server else None)),)
 
 
-def _anthropic(obj: Mapping[str, Any]) -> Iterator[Found]:
+def _anthropic(obj: Mapping[str, Any]) -> Iterable[Found]:
     """`content_block_start` of a stream (keyed by its index), or a whole `message`'s content."""
     kind = obj.get("type")
     if kind == "content_block_start":
-        yield from _anthropic_block(("block", obj.get("index")), obj.get("content_block"))
-    elif kind == "message":
-        for index, block in enumerate(_list(obj.get("content"))):
-            yield from _anthropic_block(("block", index), block)
+        return _anthropic_block(("block", obj.get("index")), obj.get("content_block"))
+    if kind == "message":
+        return [
+            found
+            for index, block in enumerate(_list(obj.get("content")))
+            for found in _anthropic_block(("block", index), block)
+        ]
+    return ()
 
 
 def _openai_chat(obj: Mapping[str, Any]) -> Iterator[Found]:
@@ -116,7 +121,7 @@ def _gemini(obj: Mapping[str, Any]) -> Iterator[Found]:
                 yield None, (name, None)
 
 
-Finder = Callable[[Mapping[str, Any]], Iterator[Found]]
+Finder = Callable[[Mapping[str, Any]], Iterable[Found]]
 
 # Provider name (usage.PROVIDERS) -> its call finder, and the JSON text every event that
 # carries a call holds: `"type":"tool_use"` (and server_/mcp_), `"tool_calls"`, `"<x>_call"`

@@ -101,7 +101,7 @@ class ToolLedger:
         self.offers: dict[tuple[str, str, str], Offer] = {}
         self.called: dict[tuple[str, str, str], list[Any]] = {}  # -> [server, calls, last]
         self.facts: dict[str, ToolFacts] = {}  # catalogue digest (hex) -> its tools
-        self.names: dict[bytes, frozenset[str]] = {}  # digest -> tool names, for the calls
+        self.names: dict[bytes, Names] = {}  # digest -> its tool names, for the calls
         self.counting: set[bytes] = set()  # digests whose tool facts are being counted
         self.unknown_calls = 0
         self.unknown_names: dict[str, int] = {}
@@ -112,6 +112,15 @@ class ToolLedger:
         self.input_tokens = 0
         self.untracked_requests = 0
         self.untracked_calls = 0
+        self._day = (0.0, -1.0, "")  # (start, end, text) of the UTC day last met
+
+    def _day_of(self, now: float) -> str:
+        """`day_of(now)`, made once per day."""
+        start, end, text = self._day
+        if not start <= now < end:
+            start = now // DAY_SECONDS * DAY_SECONDS
+            self._day = (start, start + DAY_SECONDS, text := day_of(now))
+        return text
 
     def record(
         self,
@@ -128,7 +137,7 @@ class ToolLedger:
         """One model call: its catalogues offered, its answer's calls. Returns the catalogues
         whose tool facts are not known yet (to count off the loop, then `known`)."""
         now = self.clock()
-        day = day_of(now)
+        day = self._day_of(now)
         tier = tier_of(usage)
         index = TIERS.index(tier)
         equivalents = self.multipliers[tier]
@@ -194,10 +203,10 @@ class ToolLedger:
     ) -> None:
         offered = [self._names(catalogue) for catalogue in catalogues]
         for name, namespace in calls:
-            tool = tool_name(name, namespace)
-            if not any(tool in names for names in offered):
+            tool = _offered_as(tool_name(name, namespace), name, namespace, offered)
+            if tool is None:
                 self.unknown_calls += 1
-                _bump(self.unknown_names, tool)
+                _bump(self.unknown_names, tool_name(name, namespace))
                 continue
             key = (day, client, tool)
             row = self.called.get(key)
@@ -205,14 +214,21 @@ class ToolLedger:
                 if len(self.called) >= self.max_rows:
                     self.untracked_calls += 1
                     continue
-                row = self.called[key] = [server_of(name, namespace), 0, now]
+                group, _, bare = tool.rpartition("/")
+                row = self.called[key] = [server_of(bare, group or None), 0, now]
             row[1] += 1
             row[2] = now
 
-    def _names(self, catalogue: CatalogueFacts) -> frozenset[str]:
+    def _names(self, catalogue: CatalogueFacts) -> Names:
         names = self.names.get(catalogue.digest)
         if names is None:
-            names = frozenset(catalogue.tools.names)
+            every = frozenset(catalogue.tools.names)
+            members: dict[str, str | None] = {}
+            for full in every:
+                _, slash, bare = full.rpartition("/")
+                if slash:  # a namespace member: a call may name it bare (one namespace holds it)
+                    members[bare] = full if bare not in members else None
+            names = (every, members)
             if len(self.names) >= MAX_CATALOGUES:
                 self.names.clear()
             self.names[catalogue.digest] = names
@@ -266,6 +282,25 @@ class ToolLedger:
         """Everything: the base the state file held at start, and what was counted since."""
         live = self.live()
         return live if self.base is None else merge([self.base, live])
+
+
+# A catalogue's tool names, and its namespace members by bare name (None: in two namespaces).
+Names = tuple[frozenset[str], dict[str, str | None]]
+
+
+def _offered_as(
+    tool: str, name: str, namespace: str | None, offered: Sequence[Names]
+) -> str | None:
+    """The offered tool a call names: by its full name, else (a call that names no namespace)
+    the one namespace member of that bare name; None when the request offered none."""
+    for every, _ in offered:
+        if tool in every:
+            return tool
+    if namespace is None:
+        for _, members in offered:
+            if (found := members.get(name)) is not None:
+                return found
+    return None
 
 
 def _bump(names: dict[str, int], name: str) -> None:

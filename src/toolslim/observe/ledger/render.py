@@ -131,6 +131,7 @@ def render(export: Export, now: float, *, min_requests: int, min_sessions: int) 
         if inputs["requests"]
         else 0.0,
         "servers": server_rows,
+        "clients": _clients(export, server_rows),
         "costliest": [items[key] for key in ranked[:COSTLIEST]],
         "unused": [items[key] for key in ranked if key in unused][:UNUSED],
         "unknown_calls": export["unknown_calls"],
@@ -244,6 +245,46 @@ def _server_row(
         ),
         "cost_per_day": _cost(server.equivalents / days, server.usd / days),
     }
+
+
+def _clients(export: Export, servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The server rows rolled up per client, costliest first; `requests` are the client's
+    model calls that offered tools (a request carrying two catalogues counts twice)."""
+    requests: dict[str, int] = {}
+    for clients in export["offers"].values():
+        for client, rows in clients.items():
+            requests[client] = requests.get(client, 0) + sum(r["requests"] for r in rows.values())
+    made: dict[str, dict[str, Any]] = {}
+    for row in servers:
+        client = made.setdefault(
+            row["client"],
+            {
+                "client": row["client"],
+                "requests": requests.get(row["client"], 0),
+                "servers": 0,
+                "tools": 0,
+                "offered_tokens": dict.fromkeys(TIERS, 0),
+                "deferred_tokens": 0,
+                "cost": _cost(0.0, 0.0),
+                "cost_today": _cost(0.0, 0.0),
+                "calls": 0,
+                "unused_tools": 0,
+                "unused_servers": 0,
+            },
+        )
+        client["servers"] += 1
+        client["unused_servers"] += row["unused"]
+        for key in ("tools", "deferred_tokens", "calls", "unused_tools"):
+            client[key] += row[key]
+        for tier in TIERS:
+            client["offered_tokens"][tier] += row["offered_tokens"][tier]
+        for key in ("cost", "cost_today"):
+            for part in ("equivalents", "usd"):
+                client[key][part] += row[key][part]
+    for client in made.values():
+        offered = sum(client["offered_tokens"].values())
+        client["tokens_per_request"] = offered / client["requests"] if client["requests"] else 0.0
+    return sorted(made.values(), key=lambda c: (-c["cost"]["equivalents"], c["client"]))
 
 
 def _advice(row: Mapping[str, Any]) -> dict[str, Any]:

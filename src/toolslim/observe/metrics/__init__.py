@@ -1,11 +1,12 @@
 """The only importer of prometheus_client: a Collector that renders one `Stats.snapshot()` as
-Prometheus families at scrape time, in a registry the app owns (never the global one).
+Prometheus families at scrape time, in a registry the app owns (never the global one). A
+family group that grew on its own is a module here (`lint`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (
@@ -17,7 +18,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
-from toolslim.observe.ledger.series import series
+from toolslim.observe.metrics import lint, tools
 from toolslim.observe.stats import Stats
 
 TOOL_SCHEMA = "toolschema"  # the catalogue compactor, also exported under its own family names
@@ -25,7 +26,6 @@ TOOL_SCHEMA = "toolschema"  # the catalogue compactor, also exported under its o
 _le: Callable[[float], str] = floatToGoString
 CONTENT_TYPE: str = CONTENT_TYPE_LATEST  # for the /metrics response
 Registry = CollectorRegistry  # what make_registry returns, for the app's typed key
-_KINDS: Final = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily}  # ledger/series.py
 
 
 def make_registry(stats: Stats) -> CollectorRegistry:
@@ -53,7 +53,6 @@ class StatsCollector(Collector):
 def families(snap: Mapping[str, Any]) -> list[Metric]:
     """Every Prometheus family for one /stats snapshot (see docs/stats.md for the list)."""
     req, memo, usage, cache = snap["requests"], snap["memo"], snap["usage"], snap["cache"]
-    tools = snap["tools"]
     components: Mapping[str, Mapping[str, Any]] = snap["components"]
     return [
         _gauge("toolslim_start_time_seconds", "Unix time the proxy started.", snap["started_at"]),
@@ -124,10 +123,6 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
             req["upstream_errors"],
         ),
         *_component_families(components),
-        *(
-            _labelled(_KINDS[kind](name, doc, labels=labels), dict(values))
-            for kind, name, doc, labels, values in series(tools, tools["tool_metrics"])
-        ),
         _counter("toolslim_memo_hits", "Catalogues served from the memo.", memo["hits"]),
         _counter("toolslim_memo_misses", "Catalogues compacted afresh.", memo["misses"]),
         _gauge("toolslim_memo_entries", "Catalogues held in the memo.", memo["size"]),
@@ -152,6 +147,8 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
         ),
         *_cache_families(cache),
         *_drift_families(snap["drift"], snap["advice"]),
+        *lint.families(snap["lint"]),
+        *tools.families(snap["tools"]),
         _histogram(
             "toolslim_proxy_overhead_seconds",
             "Time the proxy adds: request received to upstream request sent, and upstream"
@@ -487,9 +484,9 @@ def _gauge_family(name: str, documentation: str) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, labels=("api",))
 
 
-def _labelled(family: CounterMetricFamily, values: Mapping[Any, float]) -> CounterMetricFamily:
-    for label, value in values.items():  # a label's value, or a tuple of the labels' values
-        family.add_metric([label] if isinstance(label, str) else list(label), value)
+def _labelled(family: CounterMetricFamily, values: Mapping[str, float]) -> CounterMetricFamily:
+    for label, value in values.items():
+        family.add_metric([label], value)
     return family
 
 

@@ -198,3 +198,54 @@ def test_series_are_per_server_summed_over_clients_and_per_tool_only_when_asked(
     )
     assert "toolslim_tool_costliest_calls" not in made
     assert "toolslim_tool_costliest_calls" in {name for _, name, *_ in series(tools, True)}
+
+
+def test_a_call_naming_no_namespace_is_the_one_namespace_member_of_that_name() -> None:
+    raw = orjson.dumps(
+        [
+            {"type": "namespace", "name": "functions", "tools": [{"name": "exec"}]},
+            {"type": "namespace", "name": "a", "tools": [{"name": "twice"}]},
+            {"type": "namespace", "name": "b", "tools": [{"name": "twice"}]},
+        ]
+    )
+    book = ledger()
+    book.record(
+        client="codex",
+        api="openai-responses",
+        model="gpt-5",
+        session="s",
+        catalogues=[CatalogueFacts(raw)],
+        usage=None,
+        calls=[("exec", None), ("twice", None), ("twice", "b")],
+        cache_miss=None,
+    )
+    export = book.export()
+    called = export["calls"][next(iter(export["calls"]))]["codex"]
+    assert {tool: row["calls"] for tool, row in called.items()} == {
+        "functions/exec": 1,
+        "b/twice": 1,
+    }
+    assert export["unknown_calls"] == {"total": 1, "names": {"twice": 1}}
+
+
+def test_gemini_cli_names_its_mcp_tools_with_single_underscores() -> None:
+    raw = orjson.dumps(
+        [{"functionDeclarations": [{"name": "mcp_aws-docs_read_documentation"}, {"name": "glob"}]}]
+    )
+    facts = tool_facts(raw, count_tokens)
+    assert facts.names == ("mcp_aws-docs_read_documentation", "glob")
+    assert facts.servers == ("aws-docs", "builtin")
+
+
+def test_the_clients_roll_up_their_servers() -> None:
+    book = ledger()
+    offer(book, calls=[("Read", None)])
+    offer(book, "s2")
+    tools = shown(book.export())
+    [client] = tools["clients"]
+    assert client["client"] == "claude-cli" and client["requests"] == 2
+    assert client["servers"] == len(tools["servers"]) == 3
+    assert client["calls"] == 1 and client["unused_servers"] == 1
+    assert client["cost"]["equivalents"] == pytest.approx(
+        sum(row["cost"]["equivalents"] for row in tools["servers"])
+    )
