@@ -129,14 +129,16 @@ class Ledger:
         self,
         stats: Stats,
         loop: asyncio.AbstractEventLoop,
-        pending: set[asyncio.Future[dict[str, tuple[int, int]]]],
+        pending: set[asyncio.Future[Any]],
         log_lines: logs.BatchedLines | None = None,
         *,
         drift_sessions: int = DRIFT_MAX_SESSIONS,
     ) -> None:
         self.stats = stats
         self._loop = loop
-        self.pending = pending  # token counts still running, awaited by `drain`
+        # Token counts still running, awaited by `drain`: the catalogues' (at most
+        # MAX_COUNTING) and the tool ledger's per-tool ones (_tool_counts, as many at most).
+        self.pending = pending
         self._log_lines = log_lines  # serving: each line goes straight into the batch
         self._finished: list[Exchange] = []
         # One thread tokenizes: new catalogues are rare in real sessions, and under a flood
@@ -157,7 +159,7 @@ class Ledger:
         exchange.counted = cached_tokens(report)
         if exchange.counted is not None:
             return
-        if len(self.pending) >= MAX_COUNTING:
+        if len(self.pending) - len(self._tool_counts) >= MAX_COUNTING:
             self.stats.record_tokens_skipped()
             return
         future = self._loop.run_in_executor(
@@ -299,10 +301,12 @@ class Ledger:
                 self._counter, tool_facts, facts.forwarded, tokens.count_tokens
             )
             self._tool_counts.add(future)
+            self.pending.add(future)  # requests.tokens_pending: `tools` catches up at 0
             future.add_done_callback(functools.partial(self._tools_counted, facts.digest))
 
     def _tools_counted(self, digest: bytes, done: asyncio.Future[ToolFacts]) -> None:
         self._tool_counts.discard(done)
+        self.pending.discard(done)
         if done.cancelled() or done.exception() is not None:
             self.stats.tools.forget(digest)
             return
@@ -338,9 +342,8 @@ class Ledger:
     async def drain(self, timeout: float) -> None:
         """Let the token counts still running land in the stats, then stop the thread."""
         self.count_finished()
-        if self.pending or self._tool_counts:
-            waiting: list[asyncio.Future[Any]] = [*self.pending, *self._tool_counts]
-            await asyncio.wait(waiting, timeout=timeout)
+        if self.pending:
+            await asyncio.wait(set(self.pending), timeout=timeout)
         self._counter.shutdown(wait=False, cancel_futures=True)
 
     def _tokens_counted(

@@ -15,7 +15,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import (
     ClientResponse,
@@ -63,7 +63,7 @@ class Forwarding:
     stats: Stats
     capture: capture.Recorder | None  # None records nothing
     log_lines: logs.BatchedLines | None  # serving: where each request's line goes directly
-    pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = field(default_factory=set)
+    pending: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
 FORWARDING: Final = web.AppKey("forwarding", Forwarding)
@@ -107,7 +107,7 @@ def make_app(
     pipeline = Pipeline(
         settings.pipeline, memo_size=settings.memo_size, options=settings.components
     )
-    pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = set()
+    pending: set[asyncio.Future[Any]] = set()
     recorder = None
     if settings.capture_dir is not None:
         recorder = capture.Recorder(
