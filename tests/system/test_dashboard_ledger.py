@@ -16,15 +16,9 @@ from typing import Any
 
 from aiohttp import web
 
+from browser import assert_page_matches, screenshot, wait_for_state
 from proxy_harness import settings_for
-from test_dashboard import (  # noqa: F401  (driver is a fixture)
-    assert_page_matches,
-    browser_errors,
-    driver,
-    screenshot,
-    wait_for_state,
-)
-from test_dashboard_tools import banner_servers, server_rows, unused_under
+from tools_card import banner_servers, browser_errors, server_rows, unused_under
 from toolslim.proxy.app import make_app
 
 OBJECT = {"type": "object", "properties": {"path": {"type": "string", "title": "Path"}}}
@@ -135,7 +129,7 @@ def send_script(url: str) -> dict[str, Any]:
 
 
 def test_the_tools_card_of_the_running_proxy_shows_its_ledger_and_the_unused_server(
-    driver: Any,  # noqa: F811
+    driver: Any,
     tmp_path: Path,
 ) -> None:
     with running_proxy() as url:

@@ -1,6 +1,6 @@
 """dashboard, "What your tools cost": one row per MCP server from /stats `tools`, its unused tools
 under it and the unused_mcp_server banner, in a real headless Chromium; an older /stats without
-`tools` still renders. The server is test_dashboard's stand-in (static files, a fixed /stats)."""
+`tools` still renders. The server is browser.py's stand-in (static files, a fixed /stats)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from toolslim.observe.stats import Stats
+
+pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 from selenium.webdriver.common.by import By
 
-from test_dashboard import (  # noqa: F401  (driver is a fixture)
+from browser import (
     StatsServer,
     assert_page_matches,
-    browser_errors,
-    driver,
     page_stats,
     screenshot,
     serve,
     wait_for_state,
 )
-from toolslim.observe.stats import Stats
+from tools_card import banner_servers, browser_errors, server_rows, unused_under
 
 TIERS = ("read", "write", "uncached", "unknown")
 
@@ -163,44 +165,12 @@ def snapshot() -> dict[str, Any]:
 
 
 @pytest.fixture
-def page(driver: Any, snapshot: dict[str, Any]) -> Iterator[Any]:  # noqa: F811
+def page(driver: Any, snapshot: dict[str, Any]) -> Iterator[Any]:
     with serve(StatsServer(snapshot)) as server:
         driver.get(f"{server.url}/dashboard")
         wait_for_state(driver, "live")
         yield driver
     driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-
-
-# ---- reading the card
-
-
-def server_rows(browser: Any) -> list[dict[str, str]]:
-    """Each server row, top first: its client, server, share text and whole text."""
-    rows: list[dict[str, str]] = browser.execute_script(
-        "return [...document.querySelectorAll('#tool-servers tr[data-server]')].map(r => ({"
-        "client: r.dataset.client, server: r.dataset.server, unused: r.classList.contains("
-        "'unused'), share: r.querySelector('[data-share]').textContent, text: r.textContent}))"
-    )
-    return rows
-
-
-def unused_under(browser: Any) -> dict[str, list[str]]:
-    """client/server -> the tools its unused row names (and a "+N more" chip)."""
-    rows: list[list[Any]] = browser.execute_script(
-        "return [...document.querySelectorAll('#tool-servers tr.unused-tools')].map(r => ["
-        "r.previousElementSibling.dataset.client + '/' + r.previousElementSibling.dataset.server,"
-        "[...r.querySelectorAll('.chip')].map(c => c.dataset.tool || c.textContent)])"
-    )
-    return {key: names for key, names in rows}
-
-
-def banner_servers(browser: Any) -> list[str]:
-    names: list[str] = browser.execute_script(
-        "return [...document.querySelectorAll("
-        "'#advice [data-advice=\"unused_mcp_server\"] li[data-server]')]"
-        ".map(e => e.dataset.client + '/' + e.dataset.server)"
-    )
-    return names
 
 
 # ---- tests
@@ -263,7 +233,7 @@ def test_the_unused_mcp_server_banner_names_each_unused_server_its_cost_and_its_
 
 
 def test_a_bare_unused_mcp_server_advisory_lists_the_unused_rows_of_tools(
-    driver: Any,  # noqa: F811
+    driver: Any,
 ) -> None:
     snapshot = with_tools(Stats(["toolschema"]).snapshot(), per_server=False)
     with serve(StatsServer(snapshot)) as server:
@@ -284,7 +254,7 @@ def test_unknown_calls_unpriced_models_and_cache_misses_are_noted_under_the_tabl
 
 
 def test_an_older_stats_without_tools_says_so_and_shows_nothing_else(
-    driver: Any,  # noqa: F811
+    driver: Any,
 ) -> None:
     snapshot = Stats(["toolschema"]).snapshot()
     snapshot.pop("tools", None)  # as a proxy from before the tool ledger answers
@@ -301,7 +271,7 @@ def test_an_older_stats_without_tools_says_so_and_shows_nothing_else(
         assert browser_errors(driver) == []
 
 
-def test_before_any_tool_is_offered_the_card_says_so(driver: Any) -> None:  # noqa: F811
+def test_before_any_tool_is_offered_the_card_says_so(driver: Any) -> None:
     snapshot = Stats(["toolschema"]).snapshot()
     snapshot["tools"] = {
         "input_tokens_per_request": 0.0,
