@@ -17,6 +17,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from toolslim.core import pipeline
+from toolslim.wire.apis import VERSIONS
+from toolslim.wire.routing import ADMIN_ROUTES, Upstream
 
 MiB: Final = 1024 * 1024
 DEFAULT_UPSTREAMS: Final = MappingProxyType(
@@ -28,10 +30,9 @@ DEFAULT_UPSTREAMS: Final = MappingProxyType(
 )
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 EVENT_LOOPS: Final = ("asyncio", "uvloop")
-# An upstream name is also its path prefix (/NAME/...): it must not shadow a route of its own.
-RESERVED_NAMES: Final = frozenset(
-    {"dashboard", "healthz", "metrics", "readyz", "stats", "v1", "v1alpha", "v1beta"}
-)
+# An upstream name is also its path prefix (/NAME/...): it must not shadow a route of its own,
+# the proxy's own pages or the APIs' first path segments.
+RESERVED_NAMES: Final = frozenset(ADMIN_ROUTES) | frozenset(VERSIONS)
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -46,16 +47,6 @@ class Raw:
     value: Any
     origin: str
     key: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Upstream:
-    """A named upstream base URL (scheme://host[:port][/base/path], no trailing slash), and the
-    forward proxy its connections go through (None: direct)."""
-
-    name: str
-    url: str
-    proxy: str | None = None
 
 
 def _fail(item: Raw, expected: str) -> ConfigError:

@@ -22,13 +22,13 @@ from toolslim.config.checks import (
     ConfigError,
     MiB,
     Raw,
-    Upstream,
     is_loopback,
     proxy_for,
     usable_cpus,
 )
 from toolslim.config.docs import render_docs, render_example
 from toolslim.config.options import DEFAULTS, LAYOUT, OPTION, OPTIONS, Option
+from toolslim.wire.routing import Upstream
 
 __all__ = [
     "DEFAULTS",

@@ -14,17 +14,17 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 import orjson
 
 from toolslim.config.options import DRIFT_MAX_SESSIONS
 from toolslim.core import tokens
-from toolslim.core.catalog import Api
 from toolslim.core.facts import CatalogueFacts
 from toolslim.core.pipeline import ComponentRun, RunReport, cached_tokens, count_tokens
 from toolslim.observe import advice, capture, drift, logs
-from toolslim.observe.stats import Stats
+from toolslim.observe.stats import Stats, Transport
+from toolslim.wire.apis import MODEL_CALLS
 from toolslim.wire.routing import Route
 from toolslim.wire.sse import UsageObserver
 from toolslim.wire.usage import Usage, UsageReader
@@ -35,18 +35,8 @@ MAX_COUNTING: Final = 64  # token counts queued at once; beyond, a request is no
 WARNED: Final = 1024  # (advisory, catalogue) pairs remembered as warned about
 
 Tokens = Mapping[str, tuple[int, int]]  # component -> (tokens before, tokens after)
-Transport = Literal["http", "websocket"]
 Catalogue = tuple[str, bytes]  # (api, identity): what Stats counts a request's catalogues by
 
-# The calls that ask a model for an answer, per API: how the path ends (prefix stripped, no
-# query). Their responses report the usage a provider bills; nothing else's does (a HEAD or
-# GET probe, /v1/models, a token count, a batch), so only these count as usage_unavailable.
-MODEL_CALLS: Final[Mapping[Api, tuple[str, ...]]] = {
-    "anthropic": ("/v1/messages",),
-    "gemini": (":generateContent", ":streamGenerateContent"),
-    "openai-chat": ("/chat/completions",),
-    "openai-responses": ("/v1/responses",),
-}
 
 
 @dataclass(slots=True)
@@ -79,7 +69,9 @@ class Exchange:
 
 def is_model_call(exchange: Exchange) -> bool:
     """Whether the exchange asked a model for an answer: a `response.create` on a WebSocket,
-    or a POST to one of MODEL_CALLS. An upgrade is none: the relay counts its messages."""
+    or a POST to one of apis.MODEL_CALLS. Only their responses report the usage a provider
+    bills (not a probe, /v1/models, a token count, a batch), so only they count as
+    usage_unavailable. An upgrade is none: the relay counts its messages."""
     if exchange.transport == "websocket":
         return True
     ends = MODEL_CALLS.get(exchange.route.api)

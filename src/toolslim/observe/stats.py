@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 from toolslim.config.options import READ_MULTIPLIER, WRITE_MULTIPLIER
 from toolslim.core.facts import CatalogueFacts
@@ -24,19 +24,27 @@ from toolslim.observe.counters import (
     most_requested,
 )
 from toolslim.observe.drift import KINDS, Change
+from toolslim.wire.errors import Failure
 from toolslim.wire.usage import Usage
+
+# How a request arrived: an HTTP request, or a WebSocket's response.create.
+Transport = Literal["http", "websocket"]
+# Who ended a relayed WebSocket: either side closing, no message either way for
+# timeouts.idle_websocket, the proxy shutting down, or a failure on either leg.
+ClosedBy = Literal["client", "error", "idle", "shutdown", "upstream"]
+# Why the door closed a client connection: a stalled body (408), room made at the connection
+# limit, request headers or keep-alive past their limit, or refused at the limit (503).
+ConnectionClose = Literal[
+    "body_timeout", "evicted", "headers_timeout", "keepalive_timeout", "refused"
+]
 
 SCHEMA_VERSION = 1
 STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
-UPSTREAM_ERROR_KINDS = ("connect", "timeout", "reset")
+UPSTREAM_ERROR_KINDS: tuple[Failure, ...] = get_args(Failure)
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
-TRANSPORTS = ("http", "websocket")
-# Who ended a relayed WebSocket: either side closing, no message either way for
-# timeouts.idle_websocket, the proxy shutting down, or a failure on either leg.
-WEBSOCKET_CLOSERS = ("client", "error", "idle", "shutdown", "upstream")
-# Why the door closed a client connection: a stalled body (408), room made at the connection
-# limit, request headers or keep-alive past their limit, or refused at the limit (503).
-CONNECTION_CLOSES = ("body_timeout", "evicted", "headers_timeout", "keepalive_timeout", "refused")
+TRANSPORTS: tuple[Transport, ...] = get_args(Transport)
+WEBSOCKET_CLOSERS: tuple[ClosedBy, ...] = get_args(ClosedBy)
+CONNECTION_CLOSES: tuple[ConnectionClose, ...] = get_args(ConnectionClose)
 # What the door reports of the connections now (limits.Door.gauges).
 CONNECTION_GAUGES = ("open", "busy", "max", "buffered_bytes", "max_buffered_bytes")
 # Seconds. Proxy overhead is sub-millisecond when healthy; TTFB is the model thinking.

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import orjson
 
-from toolslim.config.settings import Timeouts
 from toolslim.wire.routing import Route
 
 # What went wrong with the upstream, as counted in `upstream_errors`.
@@ -26,6 +25,16 @@ class HeadersTimeout(TimeoutError):
     The client library raises a plain TimeoutError only while connecting (the one limit it
     is given), so any other TimeoutError is a connect timeout.
     """
+
+
+class Timeouts(Protocol):
+    """The two limits a failure's message names (the settings' `timeouts`)."""
+
+    @property
+    def connect(self) -> float: ...
+
+    @property
+    def response_headers(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
