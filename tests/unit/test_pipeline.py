@@ -12,6 +12,7 @@ import pytest
 from child import python_output
 from toolslim.core import envelope
 from toolslim.core.catalog import serialize
+from toolslim.core.components.toolschema import ToolSchema
 from toolslim.core.entry import Entry, parse_catalogue
 from toolslim.core.memo import Memo
 from toolslim.core.pipeline import (
@@ -28,7 +29,6 @@ from toolslim.core.pipeline import (
     count_tokens,
     skipped_report,
 )
-from toolslim.core.schema import ToolSchema
 from toolslim.core.tokens import count_tokens as count
 
 SCHEMA = (
