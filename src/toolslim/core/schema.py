@@ -8,8 +8,9 @@ never reads a property name and never enters instance data (`const`, `default`, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any, Final
 from urllib.parse import unquote
 
 JSON = Any  # a parsed JSON value: dict, list, str, int, float, bool, None or orjson.Fragment
@@ -72,18 +73,30 @@ SUBSCHEMA_LISTS = frozenset(
 # draft-07 `dependencies`: each value is a subschema or a list of property names.
 DEPENDENCIES = "dependencies"
 
-# Keywords that resolve against the base URI `$id`/`$schema` set up (rule 1 of issue 2).
-REFERENCE_KEYWORDS = frozenset(
+# Keywords that resolve against the base URI an id sets up (rule 1 of issue 2): references,
+# and the anchors a reference may name. Each with the word `tooldefs` counts it under when it
+# makes reachability unprovable (anchors are found by name, dynamic references by the dynamic
+# scope); None for `$ref`, a pointer it follows.
+REFERENCES: Final[Mapping[str, str | None]] = MappingProxyType(
     {
-        "$anchor",
-        "$dynamicAnchor",
-        "$dynamicRef",
-        "$recursiveRef",
-        "$ref",
+        "$anchor": "anchor",
+        "$dynamicAnchor": "dynamic_anchor",
+        "$dynamicRef": "dynamic_ref",
+        "$recursiveAnchor": "recursive_anchor",
+        "$recursiveRef": "recursive_ref",
+        "$ref": None,
     }
 )
+REFERENCE_KEYWORDS = frozenset(REFERENCES)
 
+# The references whose value is a URI, maybe with a JSON-Pointer fragment.
 POINTER_KEYWORDS = ("$dynamicRef", "$recursiveRef", "$ref")
+# The anchors whose value is a name a plain-name fragment (`#name`) finds.
+ANCHOR_KEYWORDS = ("$anchor", "$dynamicAnchor")
+
+# Keywords that set a new base URI where they appear, so a resource root: `$id`, and `id`,
+# draft-04's spelling of it (core §8.2.1; draft-04 core §7.2). Only a string value is an id.
+ID_KEYWORDS = ("$id", "id")
 
 DIALECTS = {
     "http://json-schema.org/draft-06/schema": "draft-06",
@@ -163,6 +176,11 @@ def decode_pointer(reference: str) -> tuple[str, ...] | None:
     return tuple(t.replace("~1", "/").replace("~0", "~") for t in fragment[1:].split("/"))
 
 
+def sets_base(node: dict[str, JSON]) -> bool:
+    """Whether a schema object sets a new base URI: an `$id`, or draft-04's `id`, as a string."""
+    return any(isinstance(node.get(keyword), str) for keyword in ID_KEYWORDS)
+
+
 HOLDS_SUBSCHEMAS = SUBSCHEMA_MAPS | SUBSCHEMA | SUBSCHEMA_LISTS | {DEPENDENCIES}
 
 Member = str | int | None  # where a subschema sits in its keyword's value: name, index, or itself
@@ -240,7 +258,7 @@ def survey(schema: JSON) -> Survey:
                 pointer = decode_pointer(reference) if isinstance(reference, str) else None
                 if pointer:
                     found.pointers.append(pointer)
-        if depth and "$id" in node:
+        if depth and sets_base(node):
             embedded_ids = True
         if HOLDS_SUBSCHEMAS.isdisjoint(node):
             continue
@@ -249,9 +267,10 @@ def survey(schema: JSON) -> Survey:
         below = depth + 1
         stack += [(sub, below) for _, _, sub in subschemas_of(node) if isinstance(sub, dict)]
     if found.pointers and embedded_ids:
-        # Pointers resolve against the nearest `$id`; where ids are embedded, protect the
+        # Pointers resolve against the nearest id; where ids are embedded, protect the
         # pointer's path below each of them too (rare, so a second walk with paths).
-        found.resource_roots += [path for path, node in _walk(schema, ()) if path and "$id" in node]
+        roots = [path for path, node in _walk(schema, ()) if path and sets_base(node)]
+        found.resource_roots += roots
     return found
 
 
