@@ -38,6 +38,7 @@ from toolslim.config.checks import (
     upstream_proxy,
     workers,
 )
+from toolslim.core.components import toolbudget
 from toolslim.core.pipeline import MEMO_SIZE
 
 READ_MULTIPLIER: Final = 0.1  # cache read, x base input price
@@ -206,8 +207,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
         check=component_options,
         doc="Options per component: component name -> mapping of options. Unknown component "
         "names and unknown or bad options are start-up errors, also for a component not in "
-        "the pipeline. Only toolbudget has options: budget_bytes (default 5000) and "
-        "exclude_tools (default []).",
+        "the pipeline. Only toolbudget has options: budget_bytes (default "
+        f"{toolbudget.DEFAULT_BUDGET_BYTES}) and exclude_tools (default []).",
     ),
     Option(
         name="timeouts.connect",
@@ -468,18 +469,6 @@ OPTIONS: Final[tuple[Option, ...]] = (
     ),
 )
 OPTION: Final = MappingProxyType({option.name: option for option in OPTIONS})
-
-
-def _typed_default(option: Option) -> Any:
-    origin = f"the default of {option.yaml}"
-    if option.per_key:
-        entries = {k: option.check(Raw(v, origin, k)) for k, v in option.default.items()}
-        return MappingProxyType(entries)
-    return option.check(Raw(option.default, origin))
-
-
-# Typed defaults, from the table: Settings' fields take theirs from here, so there is one of each.
-DEFAULTS: Final = MappingProxyType({option.name: _typed_default(option) for option in OPTIONS})
 
 
 def _yaml_layout() -> dict[str, Option | dict[str, Option]]:
