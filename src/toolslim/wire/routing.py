@@ -24,6 +24,11 @@ HOP_BY_HOP: Final = frozenset(
 # Expect was already answered by this server (it has the whole body).
 REQUEST_REBUILT: Final = HOP_BY_HOP | {"host", "content-length", "expect"}
 
+# The tables as route_request reads them per request (plain dicts: a lookup through a
+# MappingProxyType costs more).
+_UPSTREAM_OF: Final[dict[Api, str]] = {api: paths.upstream for api, paths in APIS.items()}
+_IMPLIED: Final = dict(VERSIONS)
+
 # The paths the proxy answers itself, /NAME and below (proxy/admin.py registers a handler for
 # each): never forwarded, so no upstream may be named after one (config.checks).
 ADMIN_ROUTES: Final = ("dashboard", "healthz", "metrics", "readyz", "stats")
@@ -85,12 +90,12 @@ def route_request(target: str, headers: Mapping[str, str], settings: Upstreams) 
         path = target.partition("?")[0]
     api = api_of(path)
     if name is None:
-        implied = VERSIONS.get(first)
+        implied = _IMPLIED.get(first)
         if implied is not None:
             name = implied
         elif api != "other":
-            name = APIS[api].upstream
-        elif first in VERSIONS:
+            name = _UPSTREAM_OF[api]
+        elif first in _IMPLIED:
             anthropic = "anthropic-version" in headers or "x-api-key" in headers
             name = "anthropic" if anthropic else "openai"
         else:
