@@ -147,7 +147,7 @@ class Stats:
         status: int,
         bytes_in: int,
         bytes_out: int,
-        transport: str = "http",
+        transport: Transport = "http",
     ) -> None:
         """One proxied request, counted once when its response status is known: an HTTP
         request, or a `response.create` message on a WebSocket."""
@@ -301,7 +301,7 @@ class Stats:
         self.websockets_active += 1
         self.websockets_total += 1
 
-    def websocket_closed(self, closed_by: str) -> None:
+    def websocket_closed(self, closed_by: ClosedBy) -> None:
         self.websockets_active -= 1
         self.websockets_closed_by[closed_by] += 1
 
