@@ -45,6 +45,8 @@ SkipReason = Literal[
     "unsupported_shape",
 ]
 
+# A catalogue step's verb: the catalogue in its order, and what moved by name.
+Order = Callable[[list[JSON]], tuple[list[JSON], Counter[str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +77,6 @@ class Step:
             return ordered, CatalogueChange(count_tools(catalogue), 0, moved)
 
         return cls(apply, orders=True)
-
-
-# A catalogue step's verb: the catalogue in its order, and what moved by name.
-Order = Callable[[list[JSON]], tuple[list[JSON], Counter[str]]]
 
 
 class DuplicateKey(ValueError):
