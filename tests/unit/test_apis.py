@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from toolslim.config.settings import RESERVED_NAMES, ConfigError, Settings, load_settings
+from toolslim.config.settings import (
+    DEFAULT_UPSTREAMS,
+    RESERVED_NAMES,
+    ConfigError,
+    Settings,
+    load_settings,
+)
 from toolslim.wire.apis import APIS, MODEL_CALLS, VERSIONS, api_of
 from toolslim.wire.routing import ADMIN_ROUTES, route_request
 
@@ -52,3 +58,8 @@ def test_the_reserved_upstream_names_are_the_admin_routes_and_the_first_segments
 def test_an_upstream_named_like_a_route_of_the_proxy_is_refused_at_start_up(name: str) -> None:
     with pytest.raises(ConfigError, match=f"upstream name '{name}'"):
         load_settings(None, {"upstreams": {name: "http://127.0.0.1:9"}}, {})
+
+
+def test_every_upstream_a_path_implies_is_configured_by_default() -> None:
+    implied = {paths.upstream for paths in APIS.values()} | {u for u in VERSIONS.values() if u}
+    assert implied <= set(DEFAULT_UPSTREAMS)
