@@ -26,6 +26,7 @@ from toolslim.core.envelope import Piece, joined
 from toolslim.core.pipeline import Pipeline
 from toolslim.observe import capture
 from toolslim.observe.exchange import Exchange, Ledger, record
+from toolslim.observe.health import ANSWER_HEAD
 from toolslim.observe.stats import Stats
 from toolslim.proxy.limits import MAX_BUFFERED_BYTES, BufferBudget, ClientLimits
 from toolslim.proxy.offload import Offload, transformed
@@ -333,6 +334,9 @@ class Forwarder:
         elsewhere = self.offload is not None and bool(upstream.headers.get("Content-Encoding"))
         kept: list[bytes] | None = []  # None: no room for the copy, usage is unavailable
         held = 0
+        refused = upstream.status == 400  # lint reads the tool a refusal names (health.py)
+        if refused:
+            exchange.answer_encoding = upstream.headers.get("Content-Encoding")
         try:
             spent = 0.0
             while True:
@@ -356,6 +360,8 @@ class Forwarder:
                 except ConnectionError:
                     exchange.disconnected = True
                     return response
+                if refused and len(exchange.answer) < ANSWER_HEAD:
+                    exchange.answer += chunk[: ANSWER_HEAD - len(exchange.answer)]
                 if not elsewhere:
                     observer.feed(chunk)
                 elif kept is not None and self.budget.take(len(chunk)):  # held to the budget

@@ -78,6 +78,9 @@ def _message(
 ) -> Transformed:
     """Run the pipeline on a decoded body; `body` (as received) goes on when nothing changed."""
     report = pipeline.run(decoded, api)  # never raises: the runner fails open itself
+    if report.memo_misses:  # a new catalogue: lint it here, off the loop when this is
+        for facts in report.catalogues:  # (health.Linter counts them; a memo hit's it knows)
+            facts.findings(api)
     if not report.changed(decoded):
         return report, (body,)
     if headers is not None:
