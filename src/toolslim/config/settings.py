@@ -21,13 +21,14 @@ from toolslim.config.checks import (
     RESERVED_NAMES,
     ConfigError,
     MiB,
+    Option,
     Raw,
     is_loopback,
     proxy_for,
     usable_cpus,
 )
 from toolslim.config.docs import render_docs, render_example
-from toolslim.config.options import LAYOUT, OPTION, OPTIONS, Option
+from toolslim.config.options import LAYOUT, OPTION, OPTIONS
 from toolslim.wire.routing import Upstream
 
 __all__ = [
