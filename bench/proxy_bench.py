@@ -1,17 +1,19 @@
-"""What the proxy costs a request: direct vs `toolslim` `pipeline: []` vs `[toolschema]`.
+"""What the proxy costs a request: direct vs a naive aiohttp proxy vs `toolslim` `pipeline: []`
+vs `[toolschema]`.
 
-Starts bench/fake_upstream.py and two `python -m toolslim serve` processes (`--pipeline ''` and
-`--pipeline toolschema`), then measures, in this one run, for ~80 KB, ~300 KB and ~2 MB bodies,
-non-stream and stream, and for each target: latency p50/p99 at concurrency 1, throughput at
-concurrency 32 (wrk, bench/rotate.lua) and the proxy process's CPU time per request (utime +
-stime from /proc/<pid>/stat over the run and the drain after it, divided by the requests the
-upstream received). The bodies rotate, one per request in turn: one catalogue (Claude Code's,
-from the committed capture) and 16 different transcripts per size, so a cache of whole bodies
-cannot help. Each target gets 1 s of unrecorded load per body set first; then targets are
-interleaved within each repetition, and medians are taken over repetitions.
+Starts bench/fake_upstream.py, bench/naive_proxy.py and two `python -m toolslim serve` processes
+(`--pipeline ''` and `--pipeline toolschema`), then measures, in this one run, for ~80 KB, ~300
+KB and ~2 MB bodies, non-stream and stream, and for each target: latency p50/p99 at concurrency
+1, throughput at concurrency 32 (wrk, bench/rotate.lua) and the proxy process's CPU time per
+request (utime + stime from /proc/<pid>/stat over the run and the drain after it, divided by the
+requests the upstream received). The bodies rotate, one per request in turn: one catalogue
+(Claude Code's, from the committed capture) and 16 different transcripts per size, so a cache of
+whole bodies cannot help. Each target gets 1 s of unrecorded load per body set first; then
+targets are interleaved within each repetition, and medians are taken over repetitions.
 
-Goals (issue 3), as ratios of `[toolschema]` to `[]` within a repetition: p50 latency <= 1.10x,
-throughput >= 0.90x, CPU per request <= 1.15x.
+Goals (issues 3 and 23), as ratios within a repetition: `[toolschema]` to `[]`, p50 latency <=
+1.10x, throughput >= 0.90x, CPU per request <= 1.15x at every size; `[]` to the naive proxy,
+throughput >= 0.90x and CPU per request <= 1.10x at 80 KB.
 
 Needs wrk (`apt-get install -y wrk`). Run: `python bench/proxy_bench.py [--quick]`.
 
@@ -23,12 +25,9 @@ from __future__ import annotations
 
 import argparse
 import functools
-import http.client
 import json
 import os
-import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,168 +38,38 @@ from pathlib import Path
 from typing import Any
 
 import fake_upstream
+from common import (
+    TICK,
+    Proxy,
+    busy_ticks,
+    children_cpu,
+    cpu_ticks,
+    free_port,
+    median,
+    pinned,
+    request,
+    revision,
+    rss_mb,
+    self_cpu,
+    start_proxy,
+    start_upstream,
+    stop,
+    tree_ticks,
+    upstream_stats,
+    wait_idle,
+    wait_until,
+)
 from compact_bench import SIZES, bodies, catalogue
-
 from toolslim.core.pipeline import Pipeline
 
 HERE = Path(__file__).resolve().parent
 ROTATE = HERE / "rotate.lua"
-TICK = os.sysconf("SC_CLK_TCK")
-TARGETS = ("direct", "[]", "[toolschema]")
+TARGETS = ("direct", "naive", "[]", "[toolschema]")
 PIPELINES = {"[]": "", "[toolschema]": "toolschema"}
 MODES = ("nonstream", "stream")
 EVENTS = 5  # content_block_delta events per stream answer
-HEADERS = {
-    "Content-Type": "application/json",
-    "x-api-key": "sk-ant-bench-fake-key",
-    "anthropic-version": "2023-06-01",
-}
 GOALS = {"p50": 1.10, "rps": 0.90, "cpu": 1.15}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def stop(processes: list[subprocess.Popen[bytes]]) -> None:
-    """SIGTERM every process, then SIGKILL whichever has not exited within 10 s."""
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-def cpu_ticks(pid: int) -> int:
-    """utime + stime of a process (all its threads), in clock ticks."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
-
-
-def busy_ticks() -> int:
-    """Non-idle ticks of the whole machine, summed over CPUs."""
-    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return sum(values) - values[3] - values[4]  # minus idle and iowait
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def self_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def revision() -> str:
-    """The commit of the toolslim being measured, and whether src/ differs from it."""
-    try:
-        root = HERE.parent
-        git = ["git", "-C", str(root)]
-        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True)
-        dirty = subprocess.run([*git, "status", "--porcelain", "src"], capture_output=True)
-        mark = " + uncommitted changes in src/" if dirty.stdout.strip() else ""
-        return head.stdout.decode().strip() + mark
-    except OSError:
-        return "unknown revision"
-
-
-def pinned(cpu: int | None) -> list[str]:
-    return ["taskset", "-c", str(cpu)] if cpu is not None else []
-
-
-def request(port: int, path: str, body: bytes | None = None) -> tuple[int, bytes]:
-    """One request on a fresh connection; the status and the (de-chunked) response body."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        method = "GET" if body is None else "POST"
-        conn.request(method, path, body=body, headers=HEADERS if body is not None else {})
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
-
-
-def wait_until(check: Any, what: str, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise SystemExit(f"timed out waiting for {what}")
-
-
-@dataclass
-class Proxy:
-    name: str
-    port: int
-    process: subprocess.Popen[bytes]
-    log: Path
-
-
-def start_upstream(cpu: int | None, folder: Path) -> tuple[subprocess.Popen[bytes], int]:
-    command = [sys.executable, str(HERE / "fake_upstream.py"), "--port", "0"]
-    command += ["--events", str(EVENTS)]
-    with (folder / "upstream.log").open("wb") as sink:
-        process = subprocess.Popen([*pinned(cpu), *command], stdout=subprocess.PIPE, stderr=sink)
-    assert process.stdout is not None
-    line = process.stdout.readline().decode()  # "listening on 127.0.0.1:PORT"
-    if not line.startswith("listening on"):
-        raise SystemExit(f"fake upstream did not start: {line!r}")
-    return process, int(line.rsplit(":", 1)[1])
-
-
-def start_proxy(name: str, upstream: int, cpu: int | None, log_level: str, folder: Path) -> Proxy:
-    port = free_port()
-    command = [sys.executable, "-m", "toolslim", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--upstream", f"anthropic=http://127.0.0.1:{upstream}"]
-    command += ["--pipeline", PIPELINES[name], "--log-level", log_level]
-    log = folder / f"proxy-{PIPELINES[name] or 'empty'}.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([*pinned(cpu), *command], stdout=subprocess.DEVNULL, stderr=sink)
-    proxy = Proxy(name, port, process, log)
-
-    def up() -> bool:
-        if process.poll() is not None:
-            raise SystemExit(f"toolslim {name} exited: {log.read_text()[-2000:]}")
-        return request(port, "/healthz")[0] == 200
-
-    wait_until(up, f"toolslim {name} on port {port}")
-    return proxy
-
-
-def upstream_stats(port: int) -> dict[str, int]:
-    status, body = request(port, "/_bench/stats")
-    assert status == 200
-    stats: dict[str, int] = json.loads(body)
-    return stats
-
-
-def wait_idle(pids: list[int], limit: float = 3.0) -> None:
-    """Until no process of `pids` used CPU for two polls in a row (at most `limit` s)."""
-    deadline = time.monotonic() + limit
-    last, quiet = [cpu_ticks(p) for p in pids], 0
-    while quiet < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-        now = [cpu_ticks(p) for p in pids]
-        quiet = quiet + 1 if now == last else 0
-        last = now
+NAIVE_GOALS = {"rps": 0.90, "cpu": 1.10}  # `[]` against the naive proxy, at 80 KB
 
 
 def verify(
@@ -221,6 +90,25 @@ def verify(
     if received != items[0]:
         raise SystemExit(f"{name} {mode}: upstream did not get the body byte-identical")
     return "byte-identical"
+
+
+def start_naive(upstream: int, cpu: int | None, folder: Path) -> Proxy:
+    """bench/naive_proxy.py on a free port, once it answers."""
+    port = free_port()
+    command = [sys.executable, str(HERE / "naive_proxy.py"), "--port", str(port)]
+    command += ["--upstream", f"http://127.0.0.1:{upstream}"]
+    log = folder / "proxy-naive.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen([*pinned(cpu), *command], stdout=subprocess.DEVNULL, stderr=sink)
+    proxy = Proxy("naive", port, process, log)
+
+    def up() -> bool:
+        if process.poll() is not None:
+            raise SystemExit(f"naive proxy exited: {log.read_text()[-2000:]}")
+        return request(port, "/healthz")[0] in (200, 404)
+
+    wait_until(up, f"the naive proxy on port {port}")
+    return proxy
 
 
 @dataclass
@@ -294,10 +182,6 @@ def run_cell(
         cell.cpu_ms = spent * 1000 / max(received, 1)
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 rep, 1 s per run (< 2 min)")
@@ -310,6 +194,11 @@ def main() -> None:
     parser.add_argument("--pin", choices=["auto", "none"], default="auto")
     parser.add_argument("--max-seconds", type=float, default=540, help="start no run after")
     parser.add_argument("--json", type=Path, help="also write every run here")
+    parser.add_argument(
+        "--session-header",
+        action="store_true",
+        help="send X-Claude-Code-Session-Id, as Claude Code does (drift reads it, not the body)",
+    )
     parser.add_argument("--workers", help="e.g. 1,2: compare worker counts (and --loops)")
     parser.add_argument("--loops", help="with --workers: event loops (asyncio,uvloop)")
     args = parser.parse_args()
@@ -318,6 +207,8 @@ def main() -> None:
         return
     if args.quick:
         args.reps, args.duration, args.max_seconds = 1, 1, 100
+    # wrk's requests (rotate.lua) carry Claude Code's session header when this is set.
+    os.environ["BENCH_SESSION"] = "bench-session" if args.session_header else ""
     if shutil.which("wrk") is None:
         raise SystemExit("needs wrk: apt-get install -y wrk")
     sizes = [s for s in args.sizes.split(",") if s]
@@ -361,11 +252,14 @@ def main() -> None:
             mean = statistics.mean(len(b) for b in streamed)
             print(f"bodies {size}: {args.bodies} transcripts, mean {mean:,.0f} B")
         try:
-            upstream, upstream_port = start_upstream(load_cpu, folder)
+            upstream, upstream_port = start_upstream(folder, cpu=load_cpu, events=EVENTS)
             processes.append(upstream)
-            proxies: dict[str, Proxy] = {}
+            proxies: dict[str, Proxy] = {"naive": start_naive(upstream_port, proxy_cpu, folder)}
+            processes.append(proxies["naive"].process)
             for name in PIPELINES:
-                proxies[name] = start_proxy(name, upstream_port, proxy_cpu, args.log_level, folder)
+                flags = ["--pipeline", PIPELINES[name], "--log-level", args.log_level]
+                upstreams = {"anthropic": upstream_port}
+                proxies[name] = start_proxy(name, folder, upstreams, flags, cpu=proxy_cpu)
                 processes.append(proxies[name].process)
             ports = {"direct": upstream_port} | {n: p.port for n, p in proxies.items()}
             for target in TARGETS:
@@ -379,7 +273,8 @@ def main() -> None:
                     for target in TARGETS:  # not measured: heaps grown, pools filled
                         warm(ports[target], lists[size, mode], load_cpu, folder)
                     for rep in range(args.reps):
-                        order = TARGETS[rep % 3 :] + TARGETS[: rep % 3]
+                        turn = rep % len(TARGETS)
+                        order = TARGETS[turn:] + TARGETS[:turn]
                         for target in order:
                             for conc in (1, 32):
                                 if time.monotonic() - began > args.max_seconds:
@@ -435,6 +330,7 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
     print(f"{'':>5} {'':>9} {'':>12} {'c=1':>7} {'c=1':>7} {'c=32':>7} {'c=1':>10}")
     verdicts: list[bool] = []
     ratio_rows = []
+    naive_rows = []
     for size in sizes:
         for mode in modes:
             for target in TARGETS:
@@ -455,6 +351,7 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
                 )
             ratios: dict[str, list[float]] = {"p50": [], "rps": [], "cpu": [], "base": []}
             added: dict[str, list[float]] = {"[]": [], "[toolschema]": []}
+            naive: dict[str, list[float]] = {"rps": [], "cpu": [], "p50": []}
             for rep in range(reps):
                 one = {t: pick(t, size, mode, 1, rep) for t in TARGETS}
                 many = {t: pick(t, size, mode, 32, rep) for t in TARGETS}
@@ -467,6 +364,10 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
                 ratios["rps"].append(slim[1].rps / empty[1].rps)
                 ratios["cpu"].append((slim[1].cpu_ms or 0) / (empty[1].cpu_ms or 1))
                 ratios["base"].append(empty[1].rps / direct[1].rps)
+                plain = (one["naive"][0], many["naive"][0])
+                naive["rps"].append(empty[1].rps / plain[1].rps)
+                naive["cpu"].append((empty[1].cpu_ms or 0) / (plain[1].cpu_ms or 1))
+                naive["p50"].append(empty[0].p50_ms / plain[0].p50_ms)
                 added["[]"].append(empty[0].p50_ms - direct[0].p50_ms)
                 added["[toolschema]"].append(slim[0].p50_ms - direct[0].p50_ms)
             if ratios["p50"]:
@@ -477,6 +378,16 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
                     f"{size:>5} {mode:>9} {p50:>9.3f} {rps:>9.3f} {cpu:>9.3f} "
                     f"{median(added['[]']):>+9.2f} {median(added['[toolschema]']):>+9.2f} "
                     f"{median(ratios['base']):>9.3f}  {'met' if met else 'NOT met'}"
+                )
+                rps, cpu = median(naive["rps"]), median(naive["cpu"])
+                goal = "-"
+                if size == "80KB":
+                    met = rps >= NAIVE_GOALS["rps"] and cpu <= NAIVE_GOALS["cpu"]
+                    verdicts.append(met)
+                    goal = "met" if met else "NOT met"
+                naive_rows.append(
+                    f"{size:>5} {mode:>9} {median(naive['p50']):>9.3f} {rps:>9.3f} {cpu:>9.3f}"
+                    f"  {goal}"
                 )
     print()
     print("[toolschema] vs [] (median over reps of the per-rep ratio); p50 added over direct")
@@ -490,8 +401,15 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
     )
     for row in ratio_rows:
         print(row)
+    print()
+    print("[] vs the naive aiohttp proxy (median over reps of the per-rep ratio)")
+    print(f"{'body':>5} {'mode':>9} {'p50 x':>9} {'req/s x':>9} {'cpu x':>9}  goals (80KB)")
+    print(f"{'':>5} {'':>9} {'':>9} {'>=0.90':>9} {'<=1.10':>9}")
+    for row in naive_rows:
+        print(row)
     print(
-        "goals ([toolschema] vs []: p50 <= 1.10x, req/s >= 0.90x, CPU/req <= 1.15x):",
+        "goals ([toolschema] vs []: p50 <= 1.10x, req/s >= 0.90x, CPU/req <= 1.15x; "
+        "[] vs naive at 80KB: req/s >= 0.90x, CPU/req <= 1.10x):",
         "all met" if verdicts and all(verdicts) else "NOT all met",
     )
     print("cpu ms/req: proxy process CPU per request received upstream (c=32 column for the")
@@ -505,41 +423,18 @@ def _fmt(values: list[float]) -> str:
 # --- --workers: N worker processes on one port, asyncio vs uvloop -------------------------
 
 
-def tree_ticks(pid: int) -> int:
-    """utime + stime of a process and its children (gunicorn's master and its workers)."""
-    ticks = cpu_ticks(pid)
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:  # gone meanwhile
-            continue
-        if int(text[text.rindex(")") + 2 :].split()[1]) == pid:  # field 4: the parent
-            ticks += cpu_ticks(int(stat.parent.name))
-    return ticks
-
-
 def start_workers(
     name: str, workers: int, loop: str, upstream: int, log_level: str, folder: Path
 ) -> Proxy:
     """`toolslim serve --workers N --event-loop LOOP` with [toolschema], once all answer."""
-    port = free_port()
-    command = [sys.executable, "-m", "toolslim", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--upstream", f"anthropic=http://127.0.0.1:{upstream}"]
-    command += ["--pipeline", "toolschema", "--log-level", log_level]
-    command += ["--workers", str(workers), "--event-loop", loop]
-    log = folder / f"proxy-w{workers}-{loop}.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sink)
-    proxy = Proxy(name, port, process, log)
+    flags = ["--pipeline", "toolschema", "--log-level", log_level]
+    flags += ["--workers", str(workers), "--event-loop", loop]
 
-    def up() -> bool:
-        if process.poll() is not None:
-            raise SystemExit(f"toolslim {name} exited: {log.read_text()[-2000:]}")
+    def ready(port: int) -> bool:
         status, body = request(port, "/stats")
         return status == 200 and json.loads(body)["workers"]["count"] == workers
 
-    wait_until(up, f"toolslim {name} on port {port}")
-    return proxy
+    return start_proxy(name, folder, {"anthropic": upstream}, flags, ready=ready)
 
 
 def workers_main(args: argparse.Namespace) -> None:
@@ -581,7 +476,7 @@ def workers_main(args: argparse.Namespace) -> None:
                 lists[size, mode].write_text("\n".join(paths) + "\n")
         processes: list[subprocess.Popen[bytes]] = []
         try:
-            upstream, upstream_port = start_upstream(None, folder)
+            upstream, upstream_port = start_upstream(folder, events=EVENTS)
             processes.append(upstream)
             proxies = {}
             for target in targets:

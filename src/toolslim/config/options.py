@@ -36,7 +36,7 @@ from toolslim.config.observing import OBSERVING
 from toolslim.config.observing import READ_MULTIPLIER as READ_MULTIPLIER
 from toolslim.config.observing import WRITE_MULTIPLIER as WRITE_MULTIPLIER
 from toolslim.core.components import toolbudget
-from toolslim.core.pipeline import MEMO_SIZE
+from toolslim.core.pipeline import MEMO_BYTES, MEMO_SIZE
 
 OPTIONS: Final[tuple[Option, ...]] = (
     Option(
@@ -258,6 +258,21 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "entry holds a catalogue as sent, rewritten, and rewritten with the body's short rest "
         "for each of up to four sessions that share it (~190 KB for one session on Claude "
         "Code's 65 KB catalogue, ~380 KB for four). Raise it for a proxy many teams share.",
+    ),
+    Option(
+        name="memo_bytes",
+        yaml="memo_bytes",
+        env=None,
+        flag=None,
+        type="size",
+        default=f"{MEMO_BYTES // 2**20}MiB",
+        check=size,
+        doc="Most bytes the memo holds, counted per entry as its catalogue, its rewrite and "
+        "up to four copies joined to a body's short rest (~400 KB for Claude Code's 65 KB "
+        "catalogue): the least recently used entries go first, whichever of `memo_size` and "
+        "this bound is reached. The worker thread that takes bodies over 1 MiB keeps a memo "
+        "of its own with the same bounds; drift keeps the facts of previous catalogues "
+        "within a quarter of it.",
     ),
     Option(
         name="pool_size",

@@ -29,7 +29,7 @@ from aiohttp.typedefs import Handler
 
 from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
-from toolslim.observe import capture, fleet, logs, metrics
+from toolslim.observe import capture, drift, fleet, logs, metrics
 from toolslim.observe.exchange import Ledger
 from toolslim.observe.ledger.book import Export, ToolLedger
 from toolslim.observe.ledger.prices import Prices
@@ -105,7 +105,10 @@ def make_app(
     what it held at start (for one process; several workers find it on the board).
     """
     pipeline = Pipeline(
-        settings.pipeline, memo_size=settings.memo_size, options=settings.components
+        settings.pipeline,
+        memo_size=settings.memo_size,
+        memo_bytes=settings.memo_bytes,
+        options=settings.components,
     )
     pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = set()
     recorder = None
@@ -129,6 +132,7 @@ def make_app(
         cache_read_multiplier=settings.cache_read_multiplier,
         cache_write_multiplier=settings.cache_write_multiplier,
         memo_gauges=pipeline.memo_gauges,
+        memo_byte_gauges=pipeline.memo_byte_gauges,
         tokens_pending=lambda: len(pending),
         connection_gauges=lambda: door.gauges(),
         capture_counts=None if recorder is None else functools.partial(_capture_counts, recorder),
@@ -188,10 +192,16 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
         state.pending,
         state.log_lines,
         drift_sessions=settings.drift_max_sessions,
+        drift_kept_bytes=settings.memo_bytes // drift.KEPT_SHARE,
     )
     # The worker thread's own pipeline: the memo is not thread-safe (see offload).
     offload = Offload(
-        Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
+        Pipeline(
+            settings.pipeline,
+            memo_size=settings.memo_size,
+            memo_bytes=settings.memo_bytes,
+            options=settings.components,
+        )
     )
     door = app[DOOR]
     async with (
