@@ -104,8 +104,9 @@ OBSERVING: Final[tuple[Option, ...]] = (
         check=integer(1),
         doc="Sessions whose recent catalogues drift tracking remembers (an LRU of hashes; the "
         "least recently seen session goes first), to tell which catalogue changes within a "
-        "session break the provider's prompt cache (/stats drift, docs/drift.md). Drift "
-        "needs a pipeline with at least one component.",
+        "session break the provider's prompt cache (/stats drift, docs/drift.md); with "
+        "workers, the host's, in one store they share. Drift needs a pipeline with at least "
+        "one component.",
     ),
     Option(
         name="state_file",

@@ -28,7 +28,8 @@ from toolslim.observe import capture
 from toolslim.observe.exchange import Exchange, Ledger, record
 from toolslim.observe.health import ANSWER_HEAD
 from toolslim.observe.stats import Stats
-from toolslim.proxy.limits import MAX_BUFFERED_BYTES, BufferBudget, ClientLimits
+from toolslim.proxy.budget import Budget, BufferBudget
+from toolslim.proxy.limits import MAX_BUFFERED_BYTES, ClientLimits
 from toolslim.proxy.offload import Offload, transformed
 from toolslim.proxy.transform import BUSY, MAX_CATALOGUE_BYTES, Transformed
 from toolslim.proxy.watchdog import Patrol, Watchdog
@@ -87,7 +88,7 @@ class Forwarder:
     ledger: Ledger
     recorder: capture.Recorder | None  # None records nothing
     limits: ClientLimits = field(default_factory=ClientLimits)
-    budget: BufferBudget = field(default_factory=lambda: BufferBudget(MAX_BUFFERED_BYTES))
+    budget: Budget = field(default_factory=lambda: BufferBudget(MAX_BUFFERED_BYTES))
     offload: Offload | None = None  # None transforms every body on the loop
     max_catalogue: int = MAX_CATALOGUE_BYTES
 

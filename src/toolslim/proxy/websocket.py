@@ -38,6 +38,7 @@ from toolslim.core.envelope import joined
 from toolslim.core.pipeline import Pipeline
 from toolslim.observe import advice, capture
 from toolslim.observe.exchange import Exchange, Ledger, record
+from toolslim.observe.ledger.chain import Chain, response_id
 from toolslim.observe.stats import Stats
 from toolslim.proxy.forward import error_response
 from toolslim.proxy.offload import Offload, transformed
@@ -141,10 +142,11 @@ def close_code(code: object) -> int:
 
 @dataclass(slots=True)
 class _Response:
-    """One `response.create` in flight: its record and the reader of its usage."""
+    """One `response.create` in flight: its record, the reader of its usage, its id."""
 
     exchange: Exchange
     reader: UsageReader
+    ident: bytes | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -157,6 +159,7 @@ class Connection:
     client: web.WebSocketResponse
     upstream: ClientWebSocketResponse[Literal[False]]
     inflight: deque[_Response] = field(default_factory=deque)
+    chain: Chain = field(default_factory=Chain)  # for the tool ledger
     last: float = 0.0
     draining: bool = False
     closed_by: ClosedBy | None = None
@@ -269,6 +272,8 @@ class Connection:
             settings.max_catalogue_bytes,
         )
         relay.ledger.transformed(exchange, report)
+        if not report.catalogues:
+            exchange.continued = self.chain.continued(data)
         out = data if pieces == (data,) else joined(pieces)
         exchange.bytes_in, exchange.bytes_out = len(data), len(out)
         if relay.recorder is not None:
@@ -287,9 +292,14 @@ class Connection:
             response.reader.feed(data)
             exchange = response.exchange
             kind = event_type(data)
-            if kind in _TERMINAL:
+            if kind == b"response.created":
+                response.ident = response_id(data)
+            elif kind in _TERMINAL:
                 self.inflight.popleft()
                 exchange.status = 200 if kind != b"error" else _error_status(data)
+                if kind != b"error" and exchange.report is not None:
+                    in_prompt = exchange.report.catalogues or exchange.continued
+                    self.chain.remember(response.ident, in_prompt)
                 exchange.observer = response.reader
                 exchange.overhead += time.perf_counter() - started
                 self.relay.ledger.finish(exchange)
