@@ -16,7 +16,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import (
     ClientResponse,
@@ -32,6 +32,7 @@ from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
 from toolslim.observe import capture, drift, fleet, logs, metrics, sessions
 from toolslim.observe.exchange import Ledger
+from toolslim.observe.ledger import book
 from toolslim.observe.ledger.book import Export, ToolLedger
 from toolslim.observe.ledger.prices import Prices
 from toolslim.observe.ledger.state import StateFile, keeping
@@ -66,7 +67,7 @@ class Forwarding:
     capture: capture.Recorder | None  # None records nothing
     log_lines: logs.BatchedLines | None  # serving: where each request's line goes directly
     drift_store: drift.Sessions | None  # a worker's: the host's sessions; None: this process's
-    pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = field(default_factory=set)
+    pending: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
 FORWARDING: Final = web.AppKey("forwarding", Forwarding)
@@ -113,7 +114,7 @@ def make_app(
         memo_bytes=settings.memo_bytes,
         options=settings.components,
     )
-    pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = set()
+    pending: set[asyncio.Future[Any]] = set()
     recorder = None
     if settings.capture_dir is not None:
         recorder = capture.Recorder(
@@ -126,6 +127,7 @@ def make_app(
         write_multiplier=settings.cache_write_multiplier,
         prices=Prices(settings.prices),
         base=base,
+        max_bytes=settings.memo_bytes // book.MEMO_SHARE,
     )
     stats = Stats(
         settings.pipeline,
