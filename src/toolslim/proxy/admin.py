@@ -15,6 +15,7 @@ from aiohttp import web
 
 from toolslim.observe import fleet, metrics
 from toolslim.observe.stats import Stats
+from toolslim.wire.errors import unauthorized_body
 
 DASHBOARD: Final = Path(__file__).resolve().parent.parent / "observe" / "dashboard"
 _FILE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -87,9 +88,10 @@ def authorized(request: web.Request) -> bool:
 
 
 def _unauthorized() -> web.Response:
-    return web.json_response(
-        {"error": "this endpoint requires Authorization: Bearer <admin_token>"},
+    return web.Response(
         status=401,
+        body=unauthorized_body("this endpoint requires Authorization: Bearer <admin_token>"),
+        content_type="application/json",
         headers={"WWW-Authenticate": 'Bearer realm="toolslim"'},
     )
 
