@@ -74,6 +74,7 @@ class Exchange:
     # reader of a WebSocket response's events.
     observer: UsageObserver | UsageReader | None = None
     disconnected: bool = False
+    cut_by_shutdown: bool = False  # in flight when the shutdown grace ended
     failure: str = ""  # upstream error kind, if any
 
 
@@ -154,17 +155,6 @@ class Ledger:
         )
         self.pending.add(future)
         exchange.tokens = future
-
-    def transformed(self, exchange: Exchange, report: RunReport) -> None:
-        """What every transport does once the pipeline ran on a request: say which components
-        failed (by the error's type only: a message may quote the body), and find its
-        catalogue tokens."""
-        exchange.report = report
-        for component, message in report.errors:
-            kind = message.partition(":")[0]
-            log.warning("component %s failed on %s: %s", component, exchange.path, kind)
-        if report.applied:
-            self.start_counting(exchange, report)
 
     def finish(self, exchange: Exchange) -> None:
         """Count the exchange right after the loop's current turn, with the others of it."""
@@ -299,7 +289,9 @@ class Ledger:
             message += f" transport={exchange.transport}"
         if exchange.failure:
             message += f" upstream_error={exchange.failure}"
-        if exchange.disconnected:
+        if exchange.cut_by_shutdown:
+            message += " shutdown"
+        elif exchange.disconnected:
             message += " client_disconnect"
         self._info(message)
 

@@ -35,8 +35,16 @@ TRANSPORTS = ("http", "websocket")
 # timeouts.idle_websocket, the proxy shutting down, or a failure on either leg.
 WEBSOCKET_CLOSERS = ("client", "error", "idle", "shutdown", "upstream")
 # Why the door closed a client connection: a stalled body (408), room made at the connection
-# limit, request headers or keep-alive past their limit, or refused at the limit (503).
-CONNECTION_CLOSES = ("body_timeout", "evicted", "headers_timeout", "keepalive_timeout", "refused")
+# limit, request headers or keep-alive past their limit, refused at the limit (503), or a
+# request still in flight when the shutdown grace ended.
+CONNECTION_CLOSES = (
+    "body_timeout",
+    "evicted",
+    "headers_timeout",
+    "keepalive_timeout",
+    "refused",
+    "shutdown",
+)
 # What the door reports of the connections now (limits.Door.gauges).
 CONNECTION_GAUGES = ("open", "busy", "max", "buffered_bytes", "max_buffered_bytes")
 # Seconds. Proxy overhead is sub-millisecond when healthy; TTFB is the model thinking.

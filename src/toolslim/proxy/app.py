@@ -1,8 +1,9 @@
 """The only place the rooms are wired together: `make_app(settings)` builds the proxy
 (`serving` runs it as a process).
 
-Wiring only: the request path is `forward`, the admin endpoints `admin`, counting `exchange`,
-timeouts `watchdog`, client connections `limits` (the door), heavy transforms `offload`, the
+Wiring only: the request path is `flow` (one per request, built from `forward`'s Forwarder),
+the transform step both transports call `transform`, the admin endpoints `admin`, counting
+`exchange`, timeouts `watchdog`, client connections `limits`, heavy transforms `offload`, the
 stop `shutdown`, the workers' shared totals `fleet`, their processes `workers`. Resources (the
 upstream session, the token and worker threads, the capture writer) open and close with the app.
 """
@@ -34,18 +35,20 @@ from toolslim.observe.exchange import Ledger
 from toolslim.observe.stats import Stats
 from toolslim.proxy import admin
 from toolslim.proxy.admin import ADMIN, Admin
+from toolslim.proxy.flow import Flow
 from toolslim.proxy.forward import Forwarder, refusal
 from toolslim.proxy.limits import DOOR, ClientLimits, Door
 from toolslim.proxy.offload import Offload
-from toolslim.proxy.watchdog import Patrol
+from toolslim.proxy.transform import Transform
+from toolslim.proxy.watchdog import Watchdogs
 from toolslim.proxy.websocket import Relay, is_upgrade, refuse_unless_upgraded
 from toolslim.wire import routing
 
 log = logging.getLogger("toolslim.proxy.app")
 
-# The longest a wait on the upstream outlasts its limit before it is cut: a quarter of the
-# shorter limit, and never more than this (seconds).
-_PATROL_PERIOD: Final = 1.0
+# The longest a wait outlasts its limit before it is cut: a quarter of the shortest limit,
+# and never more than this (seconds).
+_WATCHDOG_PERIOD: Final = 1.0
 _CAPTURE_FILES: Final = 8  # capture_max_bytes bounds the directory: 8 files, each 1/8 of it
 _DRAIN_COUNTS: Final = 10.0  # seconds the last token counts get at cleanup
 
@@ -66,23 +69,41 @@ class Forwarding:
 FORWARDING: Final = web.AppKey("forwarding", Forwarding)
 
 
-class _Entrance:
-    """Where the catch-all route finds the Forwarder and the Relay the running app made (they
-    need the upstream sessions, which exist only while the app runs)."""
+class Handlers:
+    """The request path's two handlers, made once the app runs (they need the upstream
+    sessions, which exist only while it runs): the catch-all route finds them here."""
 
     __slots__ = ("forwarder", "relay")
     forwarder: Forwarder
     relay: Relay
 
 
-async def _enter(entrance: _Entrance, request: web.Request) -> web.StreamResponse:
+HANDLERS: Final = web.AppKey("handlers", Handlers)
+
+
+async def _enter(handlers: Handlers, request: web.Request) -> web.StreamResponse:
     """Every request that is not an admin one: a WebSocket upgrade, or HTTP; forwarded
     faithfully or not at all (routing.refusal)."""
     if (reason := routing.refusal(request.raw_path, request.headers.items())) is not None:
         return refusal(400, reason)
     if is_upgrade(request):
-        return await entrance.relay.handle(request)
-    return await entrance.forwarder.handle(request)
+        return await handlers.relay.handle(request)
+    return await Flow(handlers.forwarder, request).run()
+
+
+def grace_over(app: web.Application) -> None:
+    """The shutdown grace is over: the HTTP requests still in flight are cut next, and are
+    counted (`connections.closed.shutdown`) and logged as cut by the shutdown, not as their
+    clients' leaving. The process's shutdown calls this just before `runner.cleanup()`."""
+    handlers = app[HANDLERS]
+    if hasattr(handlers, "forwarder"):  # the app runs
+        handlers.forwarder.grace_over = True
+
+
+def _pipeline(settings: Settings) -> Pipeline:
+    """A pipeline as the settings declare it: one for the event loop, one for the worker
+    thread (the memo is not thread-safe, see offload); both give the same bytes."""
+    return Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
 
 
 def make_app(
@@ -96,9 +117,7 @@ def make_app(
     without it the line goes through `logging`. With a `board`, the app is one of several
     workers: it publishes its counters there, and /stats and /metrics answer all of theirs.
     """
-    pipeline = Pipeline(
-        settings.pipeline, memo_size=settings.memo_size, options=settings.components
-    )
+    pipeline = _pipeline(settings)
     pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = set()
     recorder = None
     if settings.capture_dir is not None:
@@ -113,12 +132,12 @@ def make_app(
         cache_write_multiplier=settings.cache_write_multiplier,
         memo_gauges=pipeline.memo_gauges,
         tokens_pending=lambda: len(pending),
-        connection_gauges=lambda: door.gauges(),
         capture_counts=None if recorder is None else functools.partial(_capture_counts, recorder),
     )
     # Connections come in through the door when `serve` listens (a test server bypasses it,
     # and the door's middleware then does nothing).
     door = Door(ClientLimits.of(settings), stats)
+    stats.connection_gauges = door.gauges
     # The handlers rely on both: request bodies arrive as sent (a gzip body is forwarded
     # byte-identical unless changed), and a client that goes away cancels its handler at once.
     app = web.Application(
@@ -141,17 +160,18 @@ def make_app(
         app[ADMIN] = Admin(stats, registry, settings.admin_token, host=member.host)
         # First in, so last out: the final publish comes after the ledger's last counts.
         app.cleanup_ctx.append(lambda app: _publishing(member))
-    entrance = _Entrance()
-    app.cleanup_ctx.append(lambda app: _serving(app, entrance))
+    handlers = app[HANDLERS] = Handlers()
+    app.cleanup_ctx.append(_serving)
     app.on_shutdown.append(_not_ready)
-    app.on_shutdown.append(lambda app: _drain_websockets(entrance))
+    app.on_shutdown.append(_drain_websockets)
     admin.add_routes(app)
-    app.router.add_route("*", "/{tail:.*}", functools.partial(_enter, entrance))
+    app.router.add_route("*", "/{tail:.*}", functools.partial(_enter, handlers))
     return app
 
 
-async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[None]:
-    """The upstream session, the patrol and the ledger, for as long as the app runs."""
+async def _serving(app: web.Application) -> AsyncIterator[None]:
+    """The upstream sessions, the watchdogs, the ledger and the worker thread, for as long as
+    the app runs."""
     state = app[FORWARDING]
     settings = state.settings
     connector = TCPConnector(limit=0, limit_per_host=settings.pool_size, ttl_dns_cache=300)
@@ -162,7 +182,7 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
     loop = asyncio.get_running_loop()
     limits = settings.timeouts
     shortest = min(limits.response_headers, limits.idle_chunk, limits.client_body_idle)
-    patrol = Patrol(loop, min(_PATROL_PERIOD, shortest / 4))
+    watchdogs = Watchdogs(loop, min(_WATCHDOG_PERIOD, shortest / 4))
     ledger = Ledger(
         state.stats,
         loop,
@@ -171,10 +191,17 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
         drift_sessions=settings.drift_max_sessions,
     )
     # The worker thread's own pipeline: the memo is not thread-safe (see offload).
-    offload = Offload(
-        Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
+    offload = Offload(_pipeline(settings))
+    transform = Transform(
+        state.pipeline,
+        ledger,
+        state.capture,
+        settings.max_body_bytes,
+        settings.max_catalogue_bytes,
+        offload,
     )
     door = app[DOOR]
+    handlers = app[HANDLERS]
     async with (
         _session(connector, timeout) as session,
         # WebSockets get a session of their own: its status check keeps an upstream's
@@ -185,25 +212,22 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
             raise_for_status=refuse_unless_upgraded,
         ) as websockets,
     ):
-        entrance.forwarder = Forwarder(
+        handlers.forwarder = Forwarder(
             settings,
             state.pipeline,
             state.stats,
             session,
-            patrol,
+            watchdogs,
             ledger,
-            state.capture,
+            transform,
             limits=door.limits,
             budget=door.budget,
             offload=offload,
-            max_catalogue=settings.max_catalogue_bytes,
         )
-        entrance.relay = Relay(
-            settings, state.pipeline, state.stats, websockets, ledger, state.capture, offload
-        )
+        handlers.relay = Relay(settings, state.stats, websockets, ledger, transform)
         yield
-        await entrance.relay.wait_closed()
-    patrol.stop()
+        await handlers.relay.wait_closed()
+    watchdogs.stop()
     offload.close()
     await ledger.drain(_DRAIN_COUNTS)
 
@@ -259,9 +283,9 @@ async def _not_ready(app: web.Application) -> None:
     app[ADMIN].ready = False
 
 
-async def _drain_websockets(entrance: _Entrance) -> None:
+async def _drain_websockets(app: web.Application) -> None:
     """Open WebSockets close with 1001 once their response in flight has finished."""
-    entrance.relay.drain()
+    app[HANDLERS].relay.drain()
 
 
 @web.middleware

@@ -35,13 +35,12 @@ from yarl import URL
 
 from toolslim.config.settings import Settings
 from toolslim.core.envelope import joined
-from toolslim.core.pipeline import Pipeline
-from toolslim.observe import advice, capture
-from toolslim.observe.exchange import Exchange, Ledger, record
+from toolslim.observe import advice
+from toolslim.observe.exchange import Exchange, Ledger
 from toolslim.observe.stats import Stats
 from toolslim.proxy.forward import error_response
-from toolslim.proxy.offload import Offload, transformed
-from toolslim.wire.errors import HeadersTimeout, translate
+from toolslim.proxy.transform import Transform
+from toolslim.wire.errors import HeadersTimeout, translate, upgrade_required_body
 from toolslim.wire.routing import HOP_BY_HOP, REQUEST_REBUILT, Route, drop_hop_by_hop, route_request
 from toolslim.wire.usage import UsageReader
 
@@ -100,11 +99,7 @@ def is_upgrade(request: web.Request) -> bool:
 
 def upgrade_required(route: Route, message: str) -> web.Response:
     """426 with an OpenAI-shape error: a WebSocket client falls back to HTTP at once."""
-    body = (
-        b'{"error":{"message":'
-        + orjson.dumps(message)
-        + b',"type":"invalid_request_error","param":null,"code":"upgrade_required"}}'
-    )
+    body = upgrade_required_body(message)
     return web.Response(status=426, body=body, content_type="application/json")
 
 
@@ -148,7 +143,7 @@ class _Response:
 
 
 @dataclass(slots=True, eq=False)
-class Connection:
+class RelayedWebSocket:
     """One relayed WebSocket: the two legs, the responses in flight, the last activity."""
 
     relay: Relay
@@ -252,27 +247,15 @@ class Connection:
         message goes on as it is."""
         if event_type(data) != b"response.create":
             return data
-        relay = self.relay
         received = time.perf_counter()
         path = self.route.target.partition("?")[0]
         exchange = Exchange(
             self.route, "WS", path, received, "websocket", self.request.headers, data
         )
-        settings = relay.settings
-        report, pieces = await transformed(
-            relay.offload,
-            data,
-            CIMultiDict(),
-            relay.pipeline,
-            settings.max_body_bytes,
-            "openai-responses",
-            settings.max_catalogue_bytes,
-        )
-        relay.ledger.transformed(exchange, report)
+        # Messages carry no Content-Encoding: a changed one goes decoded, as it was.
+        rewritten = await self.relay.transform(exchange, data)
+        pieces = rewritten.pieces
         out = data if pieces == (data,) else joined(pieces)
-        exchange.bytes_in, exchange.bytes_out = len(data), len(out)
-        if relay.recorder is not None:
-            record(relay.recorder, exchange, out)
         exchange.sent = True
         exchange.overhead = time.perf_counter() - received
         self.inflight.append(_Response(exchange, UsageReader("openai-responses")))
@@ -307,6 +290,8 @@ class Connection:
             exchange = self.inflight.popleft().exchange
             if self.closed_by == "client":
                 exchange.disconnected = True
+            elif self.closed_by == "shutdown":  # the grace ended with it in flight
+                exchange.cut_by_shutdown = True
             else:
                 exchange.failure = "reset"
                 exchange.status = 502
@@ -344,13 +329,11 @@ class Relay:
     """Everything the WebSocket path needs, made once the app runs (see app._serving)."""
 
     settings: Settings
-    pipeline: Pipeline
     stats: Stats
     session: ClientSession  # its own: the status check above applies to upgrades only
     ledger: Ledger
-    recorder: capture.Recorder | None
-    offload: Offload | None = None  # None transforms every message on the loop
-    connections: set[Connection] = field(default_factory=set)
+    transform: Transform  # the one HTTP bodies go through
+    connections: set[RelayedWebSocket] = field(default_factory=set)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -391,7 +374,7 @@ class Relay:
         except (ConnectionError, web.HTTPException):
             await upstream.close(code=1001)
             return client
-        connection = Connection(self, route, request, client, upstream)
+        connection = RelayedWebSocket(self, route, request, client, upstream)
         self.connections.add(connection)
         self.stats.websocket_opened()
         closed_by: ClosedBy = "error"
