@@ -224,7 +224,7 @@ async def _serving(app: web.Application) -> AsyncIterator[None]:
             budget=door.budget,
             offload=offload,
         )
-        handlers.relay = Relay(settings, state.stats, websockets, ledger, transform)
+        handlers.relay = Relay(settings, state.stats, websockets, ledger, transform, watchdogs)
         yield
         await handlers.relay.wait_closed()
     watchdogs.stop()

@@ -40,6 +40,7 @@ from toolslim.observe.exchange import Exchange, Ledger
 from toolslim.observe.stats import Stats
 from toolslim.proxy.forward import error_response
 from toolslim.proxy.transform import Transform
+from toolslim.proxy.watchdog import Stalled, Watchdogs
 from toolslim.wire.errors import HeadersTimeout, translate, upgrade_required_body
 from toolslim.wire.routing import HOP_BY_HOP, REQUEST_REBUILT, Route, drop_hop_by_hop, route_request
 from toolslim.wire.usage import UsageReader
@@ -333,6 +334,7 @@ class Relay:
     session: ClientSession  # its own: the status check above applies to upgrades only
     ledger: Ledger
     transform: Transform  # the one HTTP bodies go through
+    watchdogs: Watchdogs  # the one HTTP waits are held by
     connections: set[RelayedWebSocket] = field(default_factory=set)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -390,10 +392,9 @@ class Relay:
     ) -> ClientWebSocketResponse[Literal[False]] | web.StreamResponse:
         """The upstream's WebSocket, or the answer the client gets instead."""
         headers = request.headers
-        timeouts = self.settings.timeouts
-        deadline = asyncio.timeout(timeouts.response_headers)
+        watchdog = self.watchdogs.watch()
         try:
-            async with deadline:
+            with watchdog.within(self.settings.timeouts.response_headers):
                 return await self.session.ws_connect(
                     websocket_url(route),
                     proxy=route.upstream.proxy,
@@ -406,17 +407,18 @@ class Relay:
                     timeout=ClientWSTimeout(ws_receive=None, ws_close=_CLOSE_WAIT),
                     decode_text=False,
                 )
+        except Stalled:
+            return self._failed(route, HeadersTimeout())
         except Refused as refused:
             return self._refused(route, refused)
         except WSServerHandshakeError as exc:  # 101, but not a WebSocket handshake
             self.stats.record_upstream_error("reset")
             why = f"the {route.upstream.name} upstream's WebSocket handshake was invalid"
             return error_response(route, 502, f"{why} ({exc.message})")
-        except TimeoutError as exc:
-            failure: BaseException = HeadersTimeout() if deadline.expired() else exc
-            return self._failed(route, failure)
-        except (ClientError, OSError) as exc:
+        except (ClientError, OSError, TimeoutError) as exc:
             return self._failed(route, exc)
+        finally:
+            self.watchdogs.release(watchdog)
 
     def _failed(self, route: Route, exc: BaseException) -> web.Response:
         translated = translate(exc, route.upstream.name, self.settings.timeouts)
