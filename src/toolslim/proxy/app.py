@@ -54,7 +54,7 @@ _DRAIN_COUNTS: Final = 10.0  # seconds the last token counts get at cleanup
 
 
 @dataclass(slots=True)
-class Forwarding:
+class ProxyState:
     """The app's state, made with the app: what the request path is built from once the app
     runs, and what tests and the admin endpoints read."""
 
@@ -66,7 +66,7 @@ class Forwarding:
     pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = field(default_factory=set)
 
 
-FORWARDING: Final = web.AppKey("forwarding", Forwarding)
+FORWARDING: Final = web.AppKey("forwarding", ProxyState)
 
 
 class Handlers:
@@ -150,7 +150,7 @@ def make_app(
     )
     if recorder is not None:
         app.on_cleanup.append(_close_capture)
-    app[FORWARDING] = Forwarding(settings, pipeline, stats, recorder, log_lines, pending)
+    app[FORWARDING] = ProxyState(settings, pipeline, stats, recorder, log_lines, pending)
     app[DOOR] = door
     if board is None:
         app[ADMIN] = Admin(stats, metrics.make_registry(stats), settings.admin_token)
