@@ -97,7 +97,7 @@ class Flow:
         self.headers = drop_hop_by_hop(CIMultiDict(request.headers), REQUEST_REBUILT)
         self.hold = Hold(forwarder.budget)
         self.body: Body = None
-        self.watchdog: Watchdog | None = None
+        self.watchdog: Watchdog = forwarder.watchdogs.watch()  # released in finish
 
     async def run(self) -> web.StreamResponse:
         """Every phase in order; the proxy never answers 500 for its own failure."""
@@ -123,7 +123,6 @@ class Flow:
             self.finish()
 
     async def _phases(self) -> web.StreamResponse:
-        self.watchdog = self.forwarder.watchdogs.watch()
         try:
             received = await self.read()
         except Stalled:
@@ -161,7 +160,6 @@ class Flow:
     async def _receive(self, pieces: list[bytes], limit: int) -> SkipReason | None:
         content, hold = self.request.content, self.hold
         idle = self.forwarder.limits.body_idle
-        assert self.watchdog is not None
         within = self.watchdog.within
         size = 0
         while True:
@@ -241,7 +239,6 @@ class Flow:
         route = exchange.route
         url = URL(route.upstream.url + route.target, encoded=True)
         sent = time.perf_counter()
-        assert self.watchdog is not None
         try:
             with self.watchdog.within(forwarder.settings.timeouts.response_headers):
                 upstream = await forwarder.session.request(
@@ -290,7 +287,6 @@ class Flow:
         kept: list[bytes] | None = []  # None: no room for the copy, usage is unavailable
         kept_size = 0
         hold = self.hold
-        assert self.watchdog is not None
         within = self.watchdog.within
         try:
             spent = 0.0
@@ -355,8 +351,7 @@ class Flow:
         (a 408, an upload its client gave up) is counted too, its body skipped `no_body`."""
         forwarder, exchange = self.forwarder, self.exchange
         self.hold.release()
-        if self.watchdog is not None:
-            forwarder.watchdogs.release(self.watchdog)
+        forwarder.watchdogs.release(self.watchdog)
         if exchange.report is None:
             exchange.report = forwarder.pipeline.skip(b"", "no_body")
         forwarder.ledger.finish(exchange)
