@@ -175,7 +175,7 @@ class Ledger:
         stats = self.stats
         if exchange.disconnected:
             stats.record_client_disconnect()
-        if exchange.report is None:  # the client went away before its body was read
+        if exchange.report is None:  # a guard: a flow and a message both fill one in
             return
         stats.record_pipeline(exchange.report)
         stats.record_request(
