@@ -1,4 +1,5 @@
-"""The command line: the only reader of argv and os.environ. Subcommands: serve, compact, report.
+"""The command line: the only reader of argv and os.environ. Subcommands: serve, compact,
+report, lint.
 
 Option flags and their --help come from `config.OPTIONS`; their values go to `load_settings`
 as given, so a bad one is reported like a bad YAML value, naming the flag.
@@ -105,6 +106,13 @@ def _parser() -> argparse.ArgumentParser:
         help="name each skipped file that is not a request body or capture, and why",
     )
     _add_flags(report, _REPORT_FLAGS)
+
+    lint = commands.add_parser("lint", help="name the tools a provider will refuse, and the fix")
+    lint.add_argument("files", nargs="+", metavar="FILE", help="request bodies, captures, bare"
+                      " tools arrays, MCP tools/list results")
+    lint.add_argument("--provider", action="append", choices=("anthropic", "openai", "gemini"),
+                      help="check for this provider (repeatable; default: all three)")
+    lint.add_argument("--json", action="store_true", help="print a JSON list of findings")
     return parser
 
 
@@ -133,6 +141,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     if args.command is None:
         _parser().print_help(sys.stderr)
         return 2
+    if args.command == "lint":  # takes no settings
+        from toolslim.offline.lint import run
+
+        return run(args.files, args.provider or (), args.json, sys.stdout, sys.stderr)
     try:
         settings = _load(args, env)
     except ConfigError as exc:

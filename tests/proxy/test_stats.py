@@ -493,6 +493,7 @@ DYNAMIC = {
     "drift.changes": "<kind>",
     "drift.cache_write_tokens_after": "<kind>",
     "advice": "<advice>",
+    "lint.rules": "<rule>",
     "cache.by_api": "<api>",
 }
 

@@ -58,6 +58,8 @@ NOT_EXPORTED = {
     "advice.claude_code_tool_search_off.fix",
     "advice.gemini_declarations_over_limit.fix",
     "advice.websocket_disabled.fix",
+    "lint.findings",  # text: the distinct findings, with their tools and fixes
+    "lint.upstream_rejections.explained",  # the sum of the rule-labelled rejections
 }
 
 
@@ -237,6 +239,16 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
         put(f"advice.{name}.requests", sample, advice["requests"])
         sample = one("toolslim_advice_catalogue_bytes_total", advice=name)
         put(f"advice.{name}.bytes", sample, advice["bytes"])
+    lint = snap["lint"]
+    put("lint.requests", one("toolslim_lint_flagged_requests_total"), lint["requests"])
+    for rule, counts in lint["rules"].items():
+        sample = one("toolslim_lint_requests_total", rule=rule, severity=counts["severity"])
+        put(f"lint.rules.{rule}.requests", sample, counts["requests"])
+        covered.add(f"lint.rules.{rule}.severity")  # a label of the sample above
+        sample = one("toolslim_lint_upstream_rejections_total", rule=rule)
+        put(f"lint.rules.{rule}.upstream_rejections", sample, counts["upstream_rejections"])
+    sample = one("toolslim_lint_upstream_rejections_total", rule="unexplained")
+    put("lint.upstream_rejections.unexplained", sample, lint["upstream_rejections"]["unexplained"])
 
     for key in ("proxy_overhead_seconds", "upstream_ttfb_seconds"):
         h, name, p = snap["timings"][key], f"toolslim_{key}", f"timings.{key}"
@@ -317,6 +329,8 @@ def test_labels_are_the_bounded_documented_sets() -> None:
         "transport",
         "closed_by",
         "advice",
+        "rule",
+        "severity",
     }
     assert set().union(*labels.values()) <= allowed
     assert labels["toolslim_component_runs"] == {"component", "outcome"}

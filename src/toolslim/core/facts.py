@@ -18,6 +18,7 @@ from typing import Final
 
 import orjson
 
+from toolslim.core.lint import Finding, lint_raw
 from toolslim.core.schema import JSON
 
 # Keys of a catalogue element that hold more tools (catalog.NESTED_TOOL_LISTS): a Gemini
@@ -204,13 +205,14 @@ class CatalogueFacts:
     same catalogue.
     """
 
-    __slots__ = ("_raw", "_tools", "digest", "size")
+    __slots__ = ("_findings", "_raw", "_tools", "digest", "size")
 
     def __init__(self, raw: bytes) -> None:
         self.digest = digest(raw)
         self.size = len(raw)
         self._raw: bytes | None = raw
         self._tools: Tools | None = None
+        self._findings: dict[str, tuple[Finding, ...]] | None = None  # by API
 
     @property
     def tools(self) -> Tools:
@@ -224,6 +226,24 @@ class CatalogueFacts:
     def read(self) -> bool:
         """Whether the tools were read (then the bytes are let go)."""
         return self._tools is not None
+
+    def findings(self, api: str) -> tuple[Finding, ...]:
+        """The lint findings of this catalogue sent to `api`, found on first use and kept.
+        Asked before the tools are read (when the request is transformed), so the bytes are
+        still held; asked for another API after that, it finds none."""
+        found = self.known_findings(api)
+        if found is None:
+            found = lint_raw(self._raw, api) if self._raw is not None else ()
+            self.remember_findings(api, found)
+        return found
+
+    def known_findings(self, api: str) -> tuple[Finding, ...] | None:
+        """The findings for `api` if they were found before, else None."""
+        return None if self._findings is None else self._findings.get(api)
+
+    def remember_findings(self, api: str, found: tuple[Finding, ...]) -> None:
+        """The findings for `api` as found before from the same bytes (the same digest)."""
+        self._findings = {**(self._findings or {}), api: found}
 
     def known(self, tools: Tools) -> None:
         """The tools as read before from the same bytes (the same digest), so they are not

@@ -22,8 +22,9 @@ from toolslim.config.options import DRIFT_MAX_SESSIONS
 from toolslim.core import tokens
 from toolslim.core.catalog import Api
 from toolslim.core.facts import CatalogueFacts
+from toolslim.core.lint import Finding
 from toolslim.core.pipeline import ComponentRun, RunReport, cached_tokens, count_tokens
-from toolslim.observe import advice, capture, drift, logs
+from toolslim.observe import advice, capture, drift, health, logs
 from toolslim.observe.stats import Stats
 from toolslim.wire.routing import Route
 from toolslim.wire.sse import UsageObserver
@@ -76,6 +77,11 @@ class Exchange:
     disconnected: bool = False
     cut_by_shutdown: bool = False  # in flight when the shutdown grace ended
     failure: str = ""  # upstream error kind, if any
+    findings: tuple[Finding, ...] = ()  # lint findings of its catalogues (health.Linter)
+    # The start of a 400 answer as it came (and its Content-Encoding): read for the tool it
+    # names once the exchange is counted.
+    answer: bytes = b""
+    answer_encoding: str | None = None
 
 
 def is_model_call(exchange: Exchange) -> bool:
@@ -138,6 +144,7 @@ class Ledger:
         self.drift = drift.Tracker(drift_sessions)
         stats.track_drift_sessions(self.drift.__len__)
         self._warned: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+        self.lint = health.Linter(stats.health)
 
     def start_counting(self, exchange: Exchange, report: RunReport) -> None:
         """Find the request's catalogue tokens: at once when counted before, else on the
@@ -155,6 +162,24 @@ class Ledger:
         )
         self.pending.add(future)
         exchange.tokens = future
+
+    def pipeline_ran(self, exchange: Exchange, report: RunReport) -> None:
+        """What the transform step owes the ledger once the pipeline ran on a request: its
+        report, its catalogues linted, which components failed (by the error's type only: a
+        message may quote the body), and its catalogue tokens being counted."""
+        exchange.report = report
+        if report.catalogues:  # before the request is sent: /stats has it before the answer
+            try:
+                exchange.findings = self.lint.request(
+                    exchange.route.api, report.catalogues, exchange.method, exchange.path
+                )
+            except Exception:  # lint only observes: a bug in it must not cost the request
+                log.exception("toolslim lint failed on %s %s", exchange.method, exchange.path)
+        for component, message in report.errors:
+            kind = message.partition(":")[0]
+            log.warning("component %s failed on %s: %s", component, exchange.path, kind)
+        if report.applied:
+            self.start_counting(exchange, report)
 
     def finish(self, exchange: Exchange) -> None:
         """Count the exchange right after the loop's current turn, with the others of it."""
@@ -201,6 +226,8 @@ class Ledger:
             )
         if exchange.sent:
             stats.observe_overhead(exchange.overhead)
+        if exchange.status == 400 and exchange.report.catalogues:
+            self._rejected(exchange, exchange.report.catalogues)
         if log.isEnabledFor(logging.INFO):
             self._log(exchange, exchange.report)
 
@@ -229,6 +256,23 @@ class Ledger:
             stats.record_advice(name, size)
             self._warn_once(name, identity, exchange)
         return api, identity
+
+    def _rejected(self, exchange: Exchange, catalogues: Sequence[CatalogueFacts]) -> None:
+        """An upstream 400 to a request with a catalogue: explained by lint, or not."""
+        names = [name for facts in catalogues for name in facts.tools.names]
+        where = f"{exchange.method} {exchange.path}"
+        try:
+            self.lint.answered(
+                exchange.route.api,
+                exchange.status,
+                exchange.findings,
+                exchange.answer,
+                exchange.answer_encoding,
+                names,
+                where,
+            )
+        except Exception:  # the rest of the exchange is still counted
+            log.exception("toolslim lint failed to read the 400 to %s", where)
 
     def _warn_once(self, name: advice.Advice, catalogue: bytes, exchange: Exchange) -> None:
         """One WARNING per advisory and catalogue (of the last WARNED pairs warned about)."""

@@ -16,6 +16,7 @@ from typing import Any, Final
 import orjson
 
 from toolslim.observe.counters import merge_catalogues, percentile
+from toolslim.observe.health import merge_findings
 from toolslim.observe.stats import RECENT_CHANGES, Stats
 
 State = dict[str, Any]  # JSON: {"id", "pid", "latest_at", "snapshot"}, as one worker publishes
@@ -111,6 +112,7 @@ RULES: Final[dict[str, Callable[[list[Any]], Any]]] = {
     "cache.warm_break_even_requests": _latest,  # of the same worker's P and s
     "cache.write_multiplier": _first,
     "drift.recent": _recent,
+    "lint.findings": merge_findings,  # the same finding once, first seen, newest first
     "series": _series,
     "started_at": min,
     "version": _first,

@@ -24,6 +24,7 @@ from toolslim.observe.counters import (
     most_requested,
 )
 from toolslim.observe.drift import KINDS, Change
+from toolslim.observe.health import Health
 from toolslim.wire.usage import Usage
 
 SCHEMA_VERSION = 1
@@ -117,6 +118,7 @@ class Stats:
         self.drift_recent: deque[Change] = deque(maxlen=RECENT_CHANGES)
         self.advice_requests: Counter[str] = Counter({a: 0 for a in ADVICE})
         self.advice_bytes: Counter[str] = Counter({a: 0 for a in ADVICE})
+        self.health = Health(clock)  # tool health: lint findings and upstream rejections
         self.series_interval = series_interval
         self.series: deque[list[float]] = deque(maxlen=series_points)
         self._point: list[float] = [float("inf"), 0, 0, 0]  # the current one; none yet
@@ -410,6 +412,7 @@ class Stats:
                 "recent": [change.as_dict() for change in self.drift_recent],
             },
             "advice": self._advice_snapshot(),
+            "lint": self.health.snapshot(),
             "series": {
                 "interval_seconds": self.series_interval,
                 "points": [

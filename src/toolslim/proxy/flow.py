@@ -20,6 +20,7 @@ from yarl import URL
 
 from toolslim.core.entry import SkipReason
 from toolslim.observe.exchange import Exchange
+from toolslim.observe.health import ANSWER_HEAD
 from toolslim.proxy.forward import (
     OBSERVED_DECODED,
     Body,
@@ -287,6 +288,9 @@ class Flow:
         kept: list[bytes] | None = []  # None: no room for the copy, usage is unavailable
         kept_size = 0
         hold = self.hold
+        refused = upstream.status == 400  # lint reads the tool a refusal names (health.py)
+        if refused:
+            exchange.answer_encoding = upstream.headers.get("Content-Encoding")
         within = self.watchdog.within
         try:
             spent = 0.0
@@ -306,6 +310,8 @@ class Flow:
                 except ConnectionError:
                     exchange.disconnected = True
                     return response
+                if refused and len(exchange.answer) < ANSWER_HEAD:
+                    exchange.answer += chunk[: ANSWER_HEAD - len(exchange.answer)]
                 if not on_worker:
                     observer.feed(chunk)
                 elif kept is not None and hold.take(len(chunk)):  # held to the budget

@@ -1,6 +1,6 @@
 """The transform step every transport calls on a request body: the pipeline's rewrite (on the
-event loop when light, else on the worker thread), then what is owed to the ledger (component
-failures logged, catalogue tokens counted) and the capture.
+event loop when light, else on the worker thread), then what is owed to the ledger (its report,
+lint, component failures logged, catalogue tokens counted) and the capture.
 
 `rewrite` is the pure part: decode per the Content-Encoding, run the pipeline, choose the
 pieces to forward. It changes nothing it is given (the caller drops the Content-Encoding of
@@ -9,7 +9,6 @@ its own copy of the headers when the body goes decoded).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, NamedTuple
@@ -24,8 +23,6 @@ from toolslim.observe.exchange import Exchange, Ledger, record
 from toolslim.proxy.offload import Offload
 from toolslim.wire import codings
 from toolslim.wire.routing import signed
-
-log = logging.getLogger("toolslim.proxy.app")  # the name operators' log searches know
 
 KiB: Final = 1024
 MiB: Final = 1024 * KiB
@@ -87,6 +84,9 @@ def rewrite(
     if max_catalogue is not None and len(decoded) > max_catalogue:
         return Rewritten(pipeline.skip(body, "too_large"), (body,))
     report = pipeline.run(decoded, api)  # never raises: the runner fails open itself
+    if report.memo_misses:  # a new catalogue: lint it here, off the loop when this is
+        for facts in report.catalogues:  # (health.Linter counts them; a memo hit's it knows)
+            facts.findings(api)
     if not report.changed(decoded):
         return Rewritten(report, (body,))
     return Rewritten(report, report.pieces, decoded=True)
@@ -114,15 +114,8 @@ class Transform:
         else:
             coding = "" if headers is None else headers.get("Content-Encoding", "")
             done = await self._rewrite(body, coding, exchange.route.api)
-        report = done.report
-        exchange.report = report
         exchange.body = body
-        for component, message in report.errors:
-            # By the error's type only: a message may quote the body.
-            kind = message.partition(":")[0]
-            log.warning("component %s failed on %s: %s", component, exchange.path, kind)
-        if report.applied:
-            self.ledger.start_counting(exchange, report)  # off the loop meanwhile
+        self.ledger.pipeline_ran(exchange, done.report)  # tokens counted off the loop meanwhile
         exchange.bytes_in, exchange.bytes_out = len(body), sum(map(len, done.pieces))
         if self.recorder is not None:
             record(self.recorder, exchange, joined(done.pieces))

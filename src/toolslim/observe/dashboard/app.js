@@ -356,6 +356,28 @@
         ),
       );
     }
+    // And one per lint rule that requests broke: its newest finding's tool, server and fix.
+    const lint = snapshot.lint || { rules: {}, findings: [] };
+    for (const [rule, counts] of Object.entries(lint.rules)) {
+      if (!counts.requests) continue;
+      const f = lint.findings.find((finding) => finding.rule === rule);
+      const text = f ? `${f.tool} (server ${f.server}): ${f.detail}. ${f.fix}` : '';
+      host.append(
+        el(
+          'div',
+          { class: 'banner', role: 'alert', 'data-lint': rule },
+          el(
+            'p',
+            { class: 'banner-head' },
+            el('strong', { text: `${rule} (${counts.severity})` }),
+            ' · ',
+            stat(pathOf('lint', 'rules', rule, 'requests')),
+            ' requests',
+          ),
+          el('p', { class: 'fix', text }),
+        ),
+      );
+    }
     host.hidden = !host.children.length;
   }
 

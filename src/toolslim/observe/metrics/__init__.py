@@ -1,5 +1,6 @@
 """The only importer of prometheus_client: a Collector that renders one `Stats.snapshot()` as
-Prometheus families at scrape time, in a registry the app owns (never the global one).
+Prometheus families at scrape time, in a registry the app owns (never the global one). A
+family group that grew on its own is a module here (`lint`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
+from toolslim.observe.metrics import lint
 from toolslim.observe.stats import Stats
 
 TOOL_SCHEMA = "toolschema"  # the catalogue compactor, also exported under its own family names
@@ -145,6 +147,7 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
         ),
         *_cache_families(cache),
         *_drift_families(snap["drift"], snap["advice"]),
+        *lint.families(snap["lint"]),
         _histogram(
             "toolslim_proxy_overhead_seconds",
             "Time the proxy adds: request received to upstream request sent, and upstream"
