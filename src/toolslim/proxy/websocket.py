@@ -253,7 +253,7 @@ class RelayedWebSocket:
         exchange = Exchange(
             self.route, "WS", path, received, "websocket", self.request.headers, data
         )
-        # Messages carry no Content-Encoding: a changed one goes decoded, as it was.
+        # A message has no headers of its own: no Content-Encoding, no signature.
         rewritten = await self.relay.transform(exchange, data)
         pieces = rewritten.pieces
         out = data if pieces == (data,) else joined(pieces)
