@@ -4,9 +4,12 @@
 # token, so TOOLSLIM_ADMIN_TOKEN must be passed with -e (or --env-file); it is never baked in.
 FROM python:3.11-slim
 
+# The tool ledger's state file is off in a container: Prometheus keeps the history there
+# (set TOOLSLIM_STATE_FILE to a path on a mounted volume to keep it anyway).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    TOOLSLIM_STATE_FILE=none
 
 # A fixed numeric id, so `USER` resolves the same way on every host and in Kubernetes.
 RUN groupadd --system --gid 10001 toolslim \

@@ -3,6 +3,7 @@ and the layer markers: a test is `unit`, `proxy` or `system` by the folder it st
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,6 +27,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         layer = item.path.relative_to(HERE).parts[0]
         if layer in LAYERS:
             item.add_marker(getattr(pytest.mark, layer))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _state_home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`toolslim serve` keeps its tool ledger under $XDG_STATE_HOME by default: the programs
+    the tests start keep theirs in a temporary folder, never in the user's home."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state-home"))
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The command line: the only reader of argv and os.environ. Subcommands: serve, compact,
-report, lint.
+report, lint, tools.
 
 Option flags and their --help come from `config.OPTIONS`; their values go to `load_settings`
 as given, so a bad one is reported like a bad YAML value, naming the flag.
@@ -113,6 +113,18 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("--provider", action="append", choices=("anthropic", "openai", "gemini"),
                       help="check for this provider (repeatable; default: all three)")
     lint.add_argument("--json", action="store_true", help="print a JSON list of findings")
+
+    tools = commands.add_parser(
+        "tools", help="what each tool and MCP server costs, from the state file of serve"
+    )
+    tools.add_argument(
+        "--state",
+        metavar="FILE",
+        help="the state file (default: state_file, as serve uses it)",
+    )
+    tools.add_argument("--since", metavar="Nd|DATE", help="only the last N days, or from DATE")
+    tools.add_argument("--json", action="store_true", help="print /stats `tools` as JSON")
+    tools.add_argument("--config", metavar="FILE", help="YAML settings (or $TOOLSLIM_CONFIG)")
     return parser
 
 
@@ -156,6 +168,17 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return serve(settings)
     if args.command == "compact":
         return _compact(args.file, settings, sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+    if args.command == "tools":
+        from toolslim.offline.tools import run_tools
+
+        return run_tools(
+            args.state or settings.state_file,
+            since=args.since,
+            as_json=args.json,
+            unused_after=(settings.ledger_min_requests, settings.ledger_min_sessions),
+            out=sys.stdout,
+            err=sys.stderr,
+        )
     return _report(args, settings)
 
 

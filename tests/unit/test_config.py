@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from toolslim import cli
+from toolslim.config.checks import PRICE_KEYS
 from toolslim.config.settings import (
     OPTION,
     OPTIONS,
@@ -452,6 +453,11 @@ CASES: dict[str, Case] = {
     "cache_read_multiplier": Case("0.25", 0.25, "0"),
     "cache_write_multiplier": Case("0", 0.0, "nan"),
     "drift_max_sessions": Case("500", 500, "0"),
+    "state_file": Case("/var/lib/toolslim.sqlite3", "/var/lib/toolslim.sqlite3", "x.db"),
+    "prices": Case("{m: {input: 2}}", {"m": dict.fromkeys(PRICE_KEYS, 2)}, "[1]"),
+    "ledger_min_requests": Case("10", 10, "0"),
+    "ledger_min_sessions": Case("2", 2, "0"),
+    "ledger_tool_metrics": Case("true", True, "maybe"),
 }
 SECRET = {"admin_token"}  # an error names the option but never repeats the value
 WITH_ENV = [o.name for o in OPTIONS if o.env is not None]

@@ -353,3 +353,40 @@ def upstream(item: Raw) -> Upstream:
         # Credentials belong to the client's requests, not to a URL that ends up in logs.
         raise ConfigError(f"{item.origin}: the URL must not contain user:password@ (not shown)")
     return Upstream(name, f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}")
+
+
+def state_file(item: Raw) -> str | None:
+    """A path, `none` (no state file) or `auto` (the user's state directory, resolved with
+    the environment by load_settings)."""
+    if item.value is None:
+        return None
+    value = string(item)
+    if value.lower() in ("none", "auto"):
+        return None if value.lower() == "none" else "auto"
+    if not value.startswith("/"):
+        raise _fail(item, "an absolute path, auto or none")
+    return value
+
+
+PRICE_KEYS: Final = ("input", "cache_read", "cache_write")
+
+
+def model_prices(item: Raw) -> Mapping[str, Mapping[str, float]]:
+    """Model -> its prices, USD per million tokens: input, and optionally cache_read and
+    cache_write (missing: as input)."""
+    if item.value is None:
+        return MappingProxyType({})
+    if not isinstance(item.value, dict):
+        raise _fail(item, "a mapping of model -> prices")
+    models = {}
+    for model, value in item.value.items():
+        if not isinstance(value, dict) or "input" not in value or set(value) - set(PRICE_KEYS):
+            raise _fail(
+                Raw(value, f"{item.origin}.{model}"),
+                f"a mapping of {', '.join(PRICE_KEYS)} (USD per million tokens)",
+            )
+        prices = {k: non_negative(Raw(v, f"{item.origin}.{model}.{k}")) for k, v in value.items()}
+        models[str(model)] = MappingProxyType(
+            {key: prices.get(key, prices["input"]) for key in PRICE_KEYS}
+        )
+    return MappingProxyType(models)

@@ -25,6 +25,7 @@ from toolslim.config.checks import (
     host,
     integer,
     log_level,
+    model_prices,
     non_negative,
     optional_string,
     pipeline_names,
@@ -32,6 +33,7 @@ from toolslim.config.checks import (
     positive,
     seconds,
     size,
+    state_file,
     string,
     token,
     upstream,
@@ -465,6 +467,62 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "least recently seen session goes first), to tell which catalogue changes within a "
         "session break the provider's prompt cache (/stats drift, docs/drift.md). Drift "
         "needs a pipeline with at least one component.",
+    ),
+    Option(
+        name="state_file",
+        yaml="state_file",
+        env="TOOLSLIM_STATE_FILE",
+        flag="--state-file",
+        type="path",
+        default="auto",
+        check=state_file,
+        doc="SQLite file (an absolute path) where `toolslim serve` keeps the tool ledger (/stats "
+        "tools) across restarts, in daily buckets, written every few seconds and at shutdown; "
+        "auto is $XDG_STATE_HOME/toolslim/state.sqlite3 (else ~/.local/state/...), none keeps "
+        "nothing. A file that is not toolslim's stops the start, naming it.",
+    ),
+    Option(
+        name="prices",
+        yaml="prices",
+        env=None,
+        flag=None,
+        type="mapping",
+        default={},
+        check=model_prices,
+        doc="Model prices for the tool ledger's USD, model -> {input, cache_read, cache_write} "
+        "in USD per million tokens, over the prices of the genai-prices package (a model "
+        "neither knows is counted unpriced).",
+    ),
+    Option(
+        name="ledger_min_requests",
+        yaml="ledger.min_requests",
+        env=None,
+        flag=None,
+        type="integer",
+        default=50,
+        check=integer(1),
+        doc="Requests a tool must be offered in, never called, to be listed as unused.",
+    ),
+    Option(
+        name="ledger_min_sessions",
+        yaml="ledger.min_sessions",
+        env=None,
+        flag=None,
+        type="integer",
+        default=3,
+        check=integer(1),
+        doc="Sessions those requests must come from for a tool to be listed as unused.",
+    ),
+    Option(
+        name="ledger_tool_metrics",
+        yaml="ledger.tool_metrics",
+        env=None,
+        flag=None,
+        type="bool",
+        default=False,
+        check=boolean,
+        doc="Also export /metrics series per tool (toolslim_tool_costliest_*, for the 50 "
+        "costliest tools /stats lists); per MCP server the tool series always are.",
     ),
 )
 OPTION: Final = MappingProxyType({option.name: option for option in OPTIONS})

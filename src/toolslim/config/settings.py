@@ -97,6 +97,13 @@ class Settings:
     cache_read_multiplier: float = DEFAULTS["cache_read_multiplier"]
     cache_write_multiplier: float = DEFAULTS["cache_write_multiplier"]
     drift_max_sessions: int = DEFAULTS["drift_max_sessions"]
+    # None: no file. load_settings resolves the option's `auto` with the environment (which
+    # is how the table's default reads when no home is known).
+    state_file: str | None = None
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: DEFAULTS["prices"])
+    ledger_min_requests: int = DEFAULTS["ledger_min_requests"]
+    ledger_min_sessions: int = DEFAULTS["ledger_min_sessions"]
+    ledger_tool_metrics: bool = DEFAULTS["ledger_tool_metrics"]
 
 
 # The groups of dotted option names: "timeouts.connect" is Settings.timeouts.connect.
@@ -180,6 +187,15 @@ def _read_flags(flags: Mapping[str, Any], given: dict[str, list[Raw]]) -> None:
             given[name].append(Raw(item, f"flag {option.flag} {key}={what}", str(key)))
 
 
+def default_state_file(env: Mapping[str, str]) -> str | None:
+    """`state_file: auto`: $XDG_STATE_HOME/toolslim/state.sqlite3, else under ~/.local/state;
+    None when neither variable names a home."""
+    base = env.get("XDG_STATE_HOME") or (
+        f"{env['HOME']}/.local/state" if env.get("HOME") else ""
+    )
+    return f"{base}/toolslim/state.sqlite3" if base.startswith("/") else None
+
+
 def _build(given: Mapping[str, list[Raw]], env: Mapping[str, str]) -> Settings:
     values = dict(DEFAULTS)
     origins: dict[str, str] = {}
@@ -213,6 +229,8 @@ def _build(given: Mapping[str, list[Raw]], env: Mapping[str, str]) -> Settings:
             for name, upstream in upstreams.items()
         }
     )
+    if values["state_file"] == "auto":
+        values["state_file"] = default_state_file(env)
     top = {name: value for name, value in values.items() if "." not in name}
     for group, cls in _GROUPS.items():
         prefix = f"{group}."

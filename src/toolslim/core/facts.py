@@ -205,13 +205,16 @@ class CatalogueFacts:
     same catalogue.
     """
 
-    __slots__ = ("_findings", "_raw", "_tools", "digest", "size")
+    __slots__ = ("_findings", "_raw", "_tools", "digest", "forwarded", "size")
 
-    def __init__(self, raw: bytes) -> None:
+    def __init__(self, raw: bytes, forwarded: bytes | None = None) -> None:
+        """`raw` the catalogue as received; `forwarded` as the pipeline forwards it (None:
+        unchanged), whose tools the tool ledger counts tokens of (toolfacts.py)."""
         self.digest = digest(raw)
         self.size = len(raw)
         self._raw: bytes | None = raw
         self._tools: Tools | None = None
+        self.forwarded = raw if forwarded is None else forwarded
         self._findings: dict[str, tuple[Finding, ...]] | None = None  # by API
 
     @property
@@ -277,7 +280,7 @@ def read_tools(raw: bytes) -> Tools:
     reader = _Reader(raw)
     for index, (tool, slot) in enumerate(zip(catalogue, places.slots, strict=True)):
         if slot.nested is None:
-            reader.leaf(tool, slot, _fallback_label(tool, index), None, b"")
+            reader.leaf(tool, slot, fallback_label(tool, index), None, b"")
             continue
         key, inner = slot.nested
         group = label(tool)
@@ -285,7 +288,7 @@ def read_tools(raw: bytes) -> Tools:
         # a change there changes what every member means.
         own = digest(raw[slot.start : inner.start] + raw[inner.end : slot.end])
         for position, (member, member_slot) in enumerate(zip(tool[key], inner.slots, strict=True)):
-            name = _fallback_label(member, position)
+            name = fallback_label(member, position)
             reader.leaf(
                 member,
                 member_slot,
@@ -297,7 +300,7 @@ def read_tools(raw: bytes) -> Tools:
     return reader.tools()
 
 
-def _fallback_label(tool: JSON, index: int) -> str:
+def fallback_label(tool: JSON, index: int) -> str:
     """`label`, else an object's first key (a Gemini `{"googleSearch": {}}`), else `#index`."""
     found = label(tool)
     if found is not None:

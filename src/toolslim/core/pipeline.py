@@ -313,7 +313,8 @@ class Pipeline:
         errors = tuple(
             (self.names[index], message) for entry in entries for index, message in entry.errors
         )
-        return runs, applied, errors, tuple(CatalogueFacts(entry.raw) for entry in entries)
+        facts = tuple(CatalogueFacts(entry.raw, entry.output) for entry in entries)
+        return runs, applied, errors, facts
 
 
 _ReportParts = tuple[

@@ -16,11 +16,13 @@ from toolslim.core.facts import CatalogueFacts
 Advice = Literal[
     "claude_code_tool_search_off",
     "gemini_declarations_over_limit",
+    "unused_mcp_server",
     "websocket_disabled",
 ]
 ADVICE: Final[tuple[Advice, ...]] = (
     "claude_code_tool_search_off",
     "gemini_declarations_over_limit",
+    "unused_mcp_server",  # decided from the tool ledger, not per request (observe/ledger)
     "websocket_disabled",
 )
 GEMINI_DECLARATION_LIMIT: Final = 512  # function declarations the Gemini API accepts
@@ -38,6 +40,11 @@ FIX: Final[Mapping[Advice, str]] = MappingProxyType(
             "declarations, the API's limit: the request fails upstream. Turn off MCP servers "
             "or tools (excludeTools / includeTools in Gemini CLI's settings.json) until at most "
             f"{GEMINI_DECLARATION_LIMIT} remain."
+        ),
+        "unused_mcp_server": (
+            "An MCP server's tools are offered with every request and none of them was "
+            "called (tools.unused): turn the server off in the client that sends it (each "
+            "entry of `servers` says how, and what it saves per request and per day)."
         ),
         "websocket_disabled": (
             "websocket: false answers every WebSocket upgrade with 426, so Codex falls back "

@@ -235,6 +235,9 @@ class Change:
     tools: tuple[str, ...]
     servers: tuple[str, ...]
     cache_write_tokens_after: int
+    # The provider's own word on the cache miss (Anthropic's cache_miss_reason type), if the
+    # answer to the request that carried the change named one.
+    cache_miss_reason: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -245,6 +248,7 @@ class Change:
             "tools": list(self.tools),
             "servers": list(self.servers),
             "cache_write_tokens_after": self.cache_write_tokens_after,
+            "cache_miss_reason": self.cache_miss_reason,
         }
 
 

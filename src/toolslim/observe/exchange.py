@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import orjson
 
@@ -24,7 +25,9 @@ from toolslim.core.catalog import Api
 from toolslim.core.facts import CatalogueFacts
 from toolslim.core.lint import Finding
 from toolslim.core.pipeline import ComponentRun, RunReport, cached_tokens, count_tokens
+from toolslim.core.toolfacts import ToolFacts, tool_facts
 from toolslim.observe import advice, capture, drift, health, logs
+from toolslim.observe.ledger import who
 from toolslim.observe.stats import Stats
 from toolslim.wire.routing import Route
 from toolslim.wire.sse import UsageObserver
@@ -144,6 +147,7 @@ class Ledger:
         self.drift = drift.Tracker(drift_sessions)
         stats.track_drift_sessions(self.drift.__len__)
         self._warned: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+        self._tool_counts: set[asyncio.Future[ToolFacts]] = set()  # the ledger's, per catalogue
         self.lint = health.Linter(stats.health)
 
     def start_counting(self, exchange: Exchange, report: RunReport) -> None:
@@ -217,7 +221,10 @@ class Ledger:
         usage = observer.finish() if observer is not None else None
         catalogue = None
         if exchange.report.catalogues:
-            catalogue = self._decide(exchange, exchange.report.catalogues, usage, model_call)
+            miss = observer.cache_miss if observer is not None else None
+            catalogue = self._decide(exchange, exchange.report.catalogues, usage, model_call, miss)
+            if model_call and 200 <= exchange.status < 300:  # an error offered nothing billed
+                self._offered(exchange, exchange.report.catalogues, usage, observer)
         if exchange.tokens is None:
             self._record_tokens(exchange.counted, usage, owed, catalogue)
         else:
@@ -237,6 +244,7 @@ class Ledger:
         catalogues: Sequence[CatalogueFacts],
         usage: Usage | None,
         model_call: bool,
+        miss: tuple[str, int] | None = None,
     ) -> Catalogue:
         """Drift in the request's session and the advisories it carries, from the facts of its
         catalogues (made once per catalogue) and a few headers: memo-hit cost. A model call
@@ -249,6 +257,8 @@ class Ledger:
         session = tracker.session(exchange.route.target, exchange.headers, exchange.body)
         change = tracker.observe(session, api, catalogues, usage, stats.clock())
         if change is not None:
+            if miss is not None:
+                change = dataclasses.replace(change, cache_miss_reason=miss[0])
             stats.record_catalogue_change(change)
             if log.isEnabledFor(logging.INFO):
                 self._info(_change_line(change))
@@ -256,6 +266,43 @@ class Ledger:
             stats.record_advice(name, size)
             self._warn_once(name, identity, exchange)
         return api, identity
+
+    def _offered(
+        self,
+        exchange: Exchange,
+        catalogues: Sequence[CatalogueFacts],
+        usage: Usage | None,
+        observer: UsageObserver | UsageReader | None,
+    ) -> None:
+        """The tool ledger's count of one model call: the tools it offered, the calls its
+        answer made; a catalogue met for the first time has its tools counted off the loop."""
+        headers, target, body = exchange.headers or {}, exchange.route.target, exchange.body
+        new = self.stats.tools.record(
+            client=who.client_of(headers.get("user-agent")),
+            api=exchange.route.api,
+            model=who.model_of(target, body),
+            session=who.session_of(target, headers, body),
+            catalogues=catalogues,
+            usage=usage,
+            calls=observer.calls if observer is not None else (),
+            cache_miss=observer.cache_miss if observer is not None else None,
+        )
+        for facts in new:
+            if len(self._tool_counts) >= MAX_COUNTING:  # a flood of new catalogues: later
+                self.stats.tools.forget(facts.digest)
+                continue
+            future = self._loop.run_in_executor(
+                self._counter, tool_facts, facts.forwarded, tokens.count_tokens
+            )
+            self._tool_counts.add(future)
+            future.add_done_callback(functools.partial(self._tools_counted, facts.digest))
+
+    def _tools_counted(self, digest: bytes, done: asyncio.Future[ToolFacts]) -> None:
+        self._tool_counts.discard(done)
+        if done.cancelled() or done.exception() is not None:
+            self.stats.tools.forget(digest)
+            return
+        self.stats.tools.known(digest, done.result())
 
     def _rejected(self, exchange: Exchange, catalogues: Sequence[CatalogueFacts]) -> None:
         """An upstream 400 to a request with a catalogue: explained by lint, or not."""
@@ -287,8 +334,9 @@ class Ledger:
     async def drain(self, timeout: float) -> None:
         """Let the token counts still running land in the stats, then stop the thread."""
         self.count_finished()
-        if self.pending:
-            await asyncio.wait(self.pending, timeout=timeout)
+        if self.pending or self._tool_counts:
+            waiting: list[asyncio.Future[Any]] = [*self.pending, *self._tool_counts]
+            await asyncio.wait(waiting, timeout=timeout)
         self._counter.shutdown(wait=False, cancel_futures=True)
 
     def _tokens_counted(

@@ -15,8 +15,10 @@ from typing import Any, Final
 
 import orjson
 
+from toolslim.config.settings import Settings
 from toolslim.observe.counters import merge_catalogues, percentile
 from toolslim.observe.health import merge_findings
+from toolslim.observe.ledger import render
 from toolslim.observe.stats import RECENT_CHANGES, Stats
 
 State = dict[str, Any]  # JSON: {"id", "pid", "latest_at", "snapshot"}, as one worker publishes
@@ -49,6 +51,7 @@ def state_of(stats: Stats, *, ident: str, pid: int) -> State:
     its latest catalogue was compacted (whose P and s the host shows)."""
     snapshot = stats.snapshot()
     del snapshot["uptime_seconds"]
+    snapshot["tools"] = stats.tools_state()  # the ledger's counts, rendered by `view`
     timings = snapshot["timings"]
     timings["proxy_overhead_seconds"]["samples"] = list(stats.overhead.recent)
     timings["upstream_ttfb_seconds"]["samples"] = list(stats.ttfb.recent)
@@ -115,6 +118,7 @@ RULES: Final[dict[str, Callable[[list[Any]], Any]]] = {
     "lint.findings": merge_findings,  # the same finding once, first seen, newest first
     "series": _series,
     "started_at": min,
+    "tools": render.merged,  # the tool ledger's rows added, sessions united
     "version": _first,
 }
 
@@ -171,7 +175,7 @@ def view(
 ) -> dict[str, Any]:
     """The host's /stats: `merged` as `Stats.snapshot()` shapes it, plus `workers`: the live
     ones listed (pid, uptime, and their own gauges), how many exited, and which answered."""
-    snapshot: dict[str, Any] = merged["snapshot"]
+    snapshot: dict[str, Any] = render.shown(merged["snapshot"], now)
     head = {
         "version": snapshot["version"],
         "started_at": snapshot["started_at"],
@@ -210,9 +214,17 @@ class Board:
     """
 
     EXITED: Final = "exited.json"
+    BASE: Final = "base.json"  # what the state file held when the master started
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+
+    def put_base(self, state: State) -> None:
+        """Keep `state` (base_state) as the totals the workers' counts add to."""
+        self._write(self.BASE, orjson.dumps(state))
+
+    def base(self) -> State | None:
+        return self._load(self.BASE)
 
     def publish(self, ident: str, data: bytes) -> None:
         """Replace worker `ident`'s file with `data`, its state as JSON."""
@@ -295,6 +307,7 @@ class Member:
         self.pid = os.getpid() if pid is None else pid
         self.ident = f"{self.pid}-{time.time_ns()}"
         self._published = b""
+        self._base = board.base()  # written before the workers start, never changed
 
     def publish(self) -> State:
         """Write this worker's state unless the board already has it; the state."""
@@ -310,8 +323,20 @@ class Member:
         own = self.publish()
         others, exited, count = self.board.read(self.ident)
         live = [own, *others]
-        merged = merge([*live, exited] if exited is not None else live)
+        states = [*live, exited] if exited is not None else live
+        merged = merge(states if self._base is None else [*states, self._base])
         return view(merged, live, count, self.clock(), self.pid)
+
+
+def base_state(settings: Settings, export: dict[str, Any]) -> State:
+    """What the state file held at start, as a state the host's merge adds once (Board.BASE):
+    the tool ledger only, with the settings /stats `tools` is rendered with."""
+    tools = {
+        "ledger": export,
+        "unused_after": [settings.ledger_min_requests, settings.ledger_min_sessions],
+        "tool_metrics": settings.ledger_tool_metrics,
+    }
+    return {"id": "base", "pid": 0, "latest_at": 0.0, "snapshot": {"tools": tools}}
 
 
 def alone(stats: Stats) -> dict[str, Any]:

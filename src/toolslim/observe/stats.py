@@ -11,7 +11,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from toolslim.config.options import READ_MULTIPLIER, WRITE_MULTIPLIER
+from toolslim.config.options import DEFAULTS, READ_MULTIPLIER, WRITE_MULTIPLIER
 from toolslim.core.facts import CatalogueFacts
 from toolslim.core.pipeline import RunReport, TokenTotals
 from toolslim.observe.advice import ADVICE, FIX, Advice
@@ -25,6 +25,7 @@ from toolslim.observe.counters import (
 )
 from toolslim.observe.drift import KINDS, Change
 from toolslim.observe.health import Health
+from toolslim.observe.ledger import book, render
 from toolslim.wire.usage import Usage
 
 SCHEMA_VERSION = 1
@@ -70,8 +71,22 @@ class Stats:
         tokens_pending: Callable[[], int] = lambda: 0,
         connection_gauges: Callable[[], Mapping[str, int]] = dict,
         capture_counts: Callable[[], tuple[int, int, int]] | None = None,
+        tools: book.ToolLedger | None = None,
+        unused_after: tuple[int, int] = (
+            DEFAULTS["ledger_min_requests"],
+            DEFAULTS["ledger_min_sessions"],
+        ),
+        tool_metrics: bool = False,
     ) -> None:
         self.clock = clock
+        # The tool ledger (observe/ledger), and (requests, sessions) before a tool is unused.
+        self.tools = tools or book.ToolLedger(
+            read_multiplier=cache_read_multiplier,
+            write_multiplier=cache_write_multiplier,
+            clock=clock,
+        )
+        self.unused_after = unused_after
+        self.tool_metrics = tool_metrics  # /metrics series per tool (ledger.tool_metrics)
         self.started_at = clock()
         self.read_multiplier = cache_read_multiplier
         self.write_multiplier = cache_write_multiplier
@@ -347,10 +362,20 @@ class Stats:
             "errors": errors,
         }
 
+    def tools_state(self) -> dict[str, Any]:
+        """The tool ledger as a worker publishes it (fleet.state_of): its export and the
+        settings /stats `tools` is rendered with (render.shown)."""
+        return {
+            "ledger": self.tools.export(),
+            "unused_after": list(self.unused_after),
+            "tool_metrics": self.tool_metrics,
+        }
+
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON-ready dict; the documented /stats schema (keys are added, never renamed)."""
         memo_size, memo_capacity = self.memo_gauges()
         now = self.clock()
+        tools = render.tools_of(self.tools_state(), now)
         return {
             "version": SCHEMA_VERSION,
             "started_at": self.started_at,
@@ -411,8 +436,9 @@ class Stats:
                 "cache_write_tokens_after": dict(self.drift_cache_writes),
                 "recent": [change.as_dict() for change in self.drift_recent],
             },
-            "advice": self._advice_snapshot(),
+            "advice": render.with_unused_servers(self._advice_snapshot(), tools),
             "lint": self.health.snapshot(),
+            "tools": tools,
             "series": {
                 "interval_seconds": self.series_interval,
                 "points": [

@@ -32,6 +32,9 @@ from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
 from toolslim.observe import capture, fleet, logs, metrics
 from toolslim.observe.exchange import Ledger
+from toolslim.observe.ledger.book import Export, ToolLedger
+from toolslim.observe.ledger.prices import Prices
+from toolslim.observe.ledger.state import StateFile, keeping
 from toolslim.observe.stats import Stats
 from toolslim.proxy import admin
 from toolslim.proxy.admin import ADMIN, Admin
@@ -110,12 +113,17 @@ def make_app(
     settings: Settings,
     log_lines: logs.BatchedLines | None = None,
     board: fleet.Board | None = None,
+    *,
+    state: StateFile | None = None,
+    base: Export | None = None,
 ) -> web.Application:
     """The proxy application: admin routes, the dashboard, and everything else forwarded.
 
     `log_lines`, the handler `logs.configure` set up, takes each request's line directly;
     without it the line goes through `logging`. With a `board`, the app is one of several
     workers: it publishes its counters there, and /stats and /metrics answer all of theirs.
+    With a `state` file the tool ledger's counts are written to it as they come; `base` is
+    what it held at start (for one process; several workers find it on the board).
     """
     pipeline = _pipeline(settings)
     pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = set()
@@ -126,8 +134,17 @@ def make_app(
             max_bytes=max(1, settings.capture_max_bytes // _CAPTURE_FILES),
             keep_files=_CAPTURE_FILES,
         )
+    tools = ToolLedger(
+        read_multiplier=settings.cache_read_multiplier,
+        write_multiplier=settings.cache_write_multiplier,
+        prices=Prices(settings.prices),
+        base=base,
+    )
     stats = Stats(
         settings.pipeline,
+        tools=tools,
+        unused_after=(settings.ledger_min_requests, settings.ledger_min_sessions),
+        tool_metrics=settings.ledger_tool_metrics,
         cache_read_multiplier=settings.cache_read_multiplier,
         cache_write_multiplier=settings.cache_write_multiplier,
         memo_gauges=pipeline.memo_gauges,
@@ -160,6 +177,8 @@ def make_app(
         app[ADMIN] = Admin(stats, registry, settings.admin_token, host=member.host)
         # First in, so last out: the final publish comes after the ledger's last counts.
         app.cleanup_ctx.append(lambda app: _publishing(member))
+    if state is not None:  # in before the ledger: out after its last counts
+        app.cleanup_ctx.append(lambda app: keeping(tools, state))
     handlers = app[HANDLERS] = Handlers()
     app.cleanup_ctx.append(_serving)
     app.on_shutdown.append(_not_ready)

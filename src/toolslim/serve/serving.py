@@ -12,12 +12,13 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import web
 
 from toolslim.config.settings import Settings
 from toolslim.observe import fleet, logs
+from toolslim.observe.ledger.state import StateError, StateFile, open_base
 from toolslim.proxy.admin import ADMIN
 from toolslim.proxy.app import make_app
 from toolslim.proxy.limits import DOOR
@@ -34,16 +35,25 @@ def serve(settings: Settings) -> int:
     """
     log_lines = logs.configure(settings.log_level)
     uvloop = settings.event_loop == "uvloop"
+    try:  # a bad state file stops the start with its reason: a restart would meet it again
+        state, base = open_base(settings.state_file)
+    except StateError as exc:
+        log.error("%s", exc)
+        log_lines.flush()
+        return 2
     if settings.workers > 1:
         # Imported only here: gunicorn is needed by nothing else.
         from toolslim.serve import workers
 
+        if state is not None:
+            state.close()  # each worker writes through its own connection
         return workers.serve(
             settings,
             functools.partial(worker_runner, settings, log_lines),
             log_lines,
             uvloop=uvloop,
             ready=lambda addresses: _announce(settings, addresses, log_lines),
+            base=None if base is None else fleet.base_state(settings, base),
         )
     loop_factory = None
     if uvloop:
@@ -51,7 +61,7 @@ def serve(settings: Settings) -> int:
 
         loop_factory = module.new_event_loop
     with asyncio.Runner(loop_factory=loop_factory) as runner:
-        return runner.run(_serve_alone(settings, log_lines))
+        return runner.run(_serve_alone(settings, log_lines, state, base))
 
 
 def _runner(app: web.Application, shutdown_timeout: float) -> web.AppRunner:
@@ -67,7 +77,8 @@ async def worker_runner(
     settings: Settings, log_lines: logs.BatchedLines, folder: Path
 ) -> web.AppRunner:
     """One worker's runner (gunicorn's worker sets it up and serves the shared socket)."""
-    app = make_app(settings, log_lines, fleet.Board(folder))
+    state = StateFile(settings.state_file) if settings.state_file else None
+    app = make_app(settings, log_lines, fleet.Board(folder), state=state)
     app.cleanup_ctx.insert(0, lambda app: _flushing(log_lines))  # out last: the drain's lines
     app.on_startup.append(lambda app: _tuned_gc())
     return _runner(app, settings.shutdown_grace)  # gunicorn's worker waits the grace itself
@@ -86,8 +97,13 @@ async def _flushing(log_lines: logs.BatchedLines) -> AsyncIterator[None]:
     log_lines.flush()
 
 
-async def _serve_alone(settings: Settings, log_lines: logs.BatchedLines) -> int:
-    app = make_app(settings, log_lines)
+async def _serve_alone(
+    settings: Settings,
+    log_lines: logs.BatchedLines,
+    state: StateFile | None,
+    base: dict[str, Any] | None,
+) -> int:
+    app = make_app(settings, log_lines, state=state, base=base)
     # aiohttp is left only the cutting once the grace is over: the door does the waiting.
     runner = _runner(app, shutdown.CUT_SECONDS)
     await runner.setup()

@@ -84,13 +84,17 @@ def serve(
     *,
     uvloop: bool,
     ready: Callable[[list[str]], None],
+    base: fleet.State | None = None,
 ) -> int:
     """Run `settings.workers` workers, each serving `factory(folder)`, until SIGTERM (drain,
     then exit) or SIGINT (the same, sooner); the master's exit status. `ready` gets the
-    listening addresses once the socket is bound."""
+    listening addresses once the socket is bound; `base`, what the state file held at start,
+    is counted once in the host's totals (each worker adds only its own counts to the file)."""
     master = os.getpid()
     folder = Path(tempfile.mkdtemp(prefix="toolslim-workers-"))
     board = fleet.Board(folder)
+    if base is not None:
+        board.put_base(base)
 
     async def load() -> web.AppRunner:
         return await factory(folder)

@@ -1,5 +1,6 @@
 """PURE. Server-Sent Events: an incremental, chunk-split-safe decoder, and the observer that
-reads token usage from a copy of a response's bytes (SSE events or one JSON body).
+reads token usage and tool calls from a copy of a response's bytes (SSE events or one JSON
+body), in one pass.
 
 Stdlib, orjson and the codings and usage rooms only; never imports aiohttp or prometheus_client.
 The observer sees a copy and never alters or delays the bytes relayed.
@@ -16,6 +17,7 @@ import orjson
 
 from toolslim.core.catalog import Api
 from toolslim.wire import codings
+from toolslim.wire.calls import CacheMiss, Call
 from toolslim.wire.usage import Usage, UsageReader
 
 __all__ = ["MAX_DECODED", "Event", "SSEDecoder", "UsageObserver"]
@@ -188,6 +190,7 @@ class UsageObserver:
         "_batch",
         "_body",
         "_body_size",
+        "_call_needles",
         "_decoded",
         "_decoder",
         "_events",
@@ -217,6 +220,7 @@ class UsageObserver:
     ) -> None:
         self._reader = UsageReader(api)
         self._needle = self._reader.needle
+        self._call_needles = self._reader.call_needles
         self._max_buffer = max_buffer
         self._max_decoded = max_decoded
         self._batch = batch
@@ -254,6 +258,16 @@ class UsageObserver:
         memory stay bounded (characters, for an event inside SSEDecoder)."""
         events = self._events.buffered if self._events is not None else 0
         return len(self._held or b"") + events + self._body_size
+
+    @property
+    def calls(self) -> list[Call]:
+        """The tool calls the answer made, each once, in order (read by `finish()`)."""
+        return self._reader.calls
+
+    @property
+    def cache_miss(self) -> CacheMiss | None:
+        """Anthropic's cache-miss reason and missed input tokens, if the answer named one."""
+        return self._reader.cache_miss
 
     def feed(self, chunk: bytes) -> None:
         """Observe the next chunk of the body exactly as it travels. Never raises."""
@@ -377,8 +391,7 @@ class UsageObserver:
         more than everything else the proxy does per request.
         With CR line breaks the edges are subtler: every event before `cut` is decoded.
         """
-        needle, tails = self._needle
-        at = _mention(buf, needle, tails, 0, cut)
+        at = self._mention(buf, 0, cut)
         if at < 0:
             return
         if buf.find(b"\r", 0, cut) >= 0:
@@ -388,7 +401,17 @@ class UsageObserver:
             end = self._read_event(buf, at, cut)
             if not self._available:
                 return
-            at = _mention(buf, needle, tails, end, cut)
+            at = self._mention(buf, end, cut)
+
+    def _mention(self, buf: bytes | bytearray, start: int, end: int) -> int:
+        """The first place in buf[start:end] that may mention usage or a tool call, or -1."""
+        needle, tails = self._needle
+        first = _mention(buf, needle, tails, start, end)
+        for call in self._call_needles:
+            at = _mention(buf, call, None, start, end if first < 0 else first)
+            if at >= 0:
+                first = at
+        return first
 
     def _read_event(self, buf: bytes | bytearray, at: int, cut: int) -> int:
         """Observe, as SSEDecoder would, the complete LF-delimited event in which a mention of

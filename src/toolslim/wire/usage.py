@@ -1,20 +1,31 @@
 """PURE. The usage readers: the token usage each API reports, read from its JSON events one at
-a time, whether they came as SSE events, WebSocket messages or one JSON body.
+a time, whether they came as SSE events, WebSocket messages or one JSON body; the tool calls
+the answer makes (calls.py) are read in the same pass, from the same parsed events.
 
 Stdlib and orjson only; never imports aiohttp or prometheus_client.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 
 from toolslim.core.catalog import Api
+from toolslim.wire.calls import CALL_KEYS, FINDERS, MAX_CALLS, CacheMiss, Call, cache_miss_of
 
-__all__ = ["API_NAMES", "KEYS", "PROVIDERS", "Needle", "Usage", "UsageReader", "read_event"]
+__all__ = [
+    "API_NAMES",
+    "CALL_NEEDLES",
+    "KEYS",
+    "PROVIDERS",
+    "Needle",
+    "Usage",
+    "UsageReader",
+    "read_event",
+]
 
 
 @dataclass(slots=True)  # one per response: not frozen, see pipeline.RunReport
@@ -205,29 +216,59 @@ def _keys(providers: tuple[_Provider, ...]) -> tuple[tuple[str, ...], Needle]:
 KEYS: Final[Mapping[Api, tuple[tuple[str, ...], Needle]]] = {
     api: _keys(providers) for api, providers in PROVIDERS.items()
 }
+# api -> the JSON keys that betray a tool call (calls.CALL_KEYS), for a byte search each.
+CALL_NEEDLES: Final[Mapping[Api, tuple[bytes, ...]]] = {
+    api: tuple(dict.fromkeys(CALL_KEYS[p.name].encode() for p in providers))
+    for api, providers in PROVIDERS.items()
+}
 
 
 class UsageReader:
-    """Reads one response's usage from its JSON events, given one at a time, in order.
+    """Reads one response's usage from its JSON events, given one at a time, in order; and,
+    from the same events, the tool calls it makes (each counted once, at most MAX_CALLS) and
+    Anthropic's cache-miss diagnostics.
 
     Never raises: an event that mentions usage but does not parse, or counts that are junk,
-    make finish() return None (and `available` False, for the first).
+    make finish() return None (and `available` False, for the first). Calls read before that
+    stay read: each one is a fact of the answer.
     """
 
-    __slots__ = ("_final", "_provider", "_providers", "_raw", "available", "keys", "needle")
+    __slots__ = (
+        "_diagnosed",
+        "_final",
+        "_finders",
+        "_provider",
+        "_providers",
+        "_raw",
+        "_seen",
+        "available",
+        "cache_miss",
+        "call_needles",
+        "calls",
+        "keys",
+        "needle",
+    )
 
     def __init__(self, api: Api) -> None:
         """`api` names whose shapes to look for; a name outside Api reads as "other"."""
         api = api if api in PROVIDERS else "other"
         self._providers = PROVIDERS[api]
-        self.keys, self.needle = KEYS[api]
+        usage_keys, self.needle = KEYS[api]
+        self.call_needles = CALL_NEEDLES[api]
+        self.keys = usage_keys + tuple(needle.decode() for needle in self.call_needles)
+        self._finders = tuple(FINDERS[p.name] for p in self._providers)
+        self._diagnosed = _ANTHROPIC in self._providers
         self._provider: _Provider | None = None
         self._raw: dict[str, Any] = {}
         self._final = False
+        self._seen: set[Hashable] = set()
         self.available = True
+        self.calls: list[Call] = []  # in the order the answer makes them
+        self.cache_miss: CacheMiss | None = None
 
     def feed(self, data: str | bytes) -> None:
-        """One event's JSON text, parsed only if it mentions a usage key with a value."""
+        """One event's JSON text, parsed only if it mentions a usage or tool-call key with a
+        value."""
         if not self.available:
             return
         text = data if isinstance(data, str) else data.decode("utf-8", "replace")
@@ -258,6 +299,17 @@ class UsageReader:
         """One event already parsed from JSON; anything but an object is no event of usage."""
         if not isinstance(obj, dict) or not self.available:
             return
+        for finder in self._finders:
+            for key, call in finder(obj):
+                if len(self.calls) >= MAX_CALLS:
+                    break
+                if key is not None:
+                    if key in self._seen:
+                        continue
+                    self._seen.add(key)
+                self.calls.append(call)
+        if self._diagnosed and (miss := cache_miss_of(obj)) is not None:
+            self.cache_miss = miss
         for provider in self._providers:
             found = provider.find(obj)
             if found is None:

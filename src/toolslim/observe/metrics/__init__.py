@@ -18,7 +18,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
-from toolslim.observe.metrics import lint
+from toolslim.observe.metrics import lint, tools
 from toolslim.observe.stats import Stats
 
 TOOL_SCHEMA = "toolschema"  # the catalogue compactor, also exported under its own family names
@@ -148,6 +148,7 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
         *_cache_families(cache),
         *_drift_families(snap["drift"], snap["advice"]),
         *lint.families(snap["lint"]),
+        *tools.families(snap["tools"]),
         _histogram(
             "toolslim_proxy_overhead_seconds",
             "Time the proxy adds: request received to upstream request sent, and upstream"

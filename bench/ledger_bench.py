@@ -1,0 +1,263 @@
+"""The tool ledger's cost per request (issue 22), in this one process: Claude Code's 230-tool
+catalogue (captures/claude-code.mcp.anthropic.json, ten MCP servers), its answer streamed with
+three tool calls, against `Pipeline(["toolschema"]).run` on the same body (a memo hit: a
+session's usual request), measured in the same run. Goal: the ledger under 5 % of it.
+
+What the ledger adds per request, each part timed on its own:
+- reading the calls: the usage observer over the streamed answer, minus the same observer over
+  the same answer with its three call blocks' type renamed (so that no call key is found: the
+  usage is read either way);
+- what `exchange.Ledger._offered` does once the response is counted: the client, the model
+  and the session of the request, and `ToolLedger.record` with the calls.
+Once per distinct catalogue (not per request) each tool's tokens are counted off the loop; the
+bench prints that too, and what one /stats render of the ledger costs.
+
+Then, in the same run, the share of what a whole request costs: `toolslim serve --pipeline
+toolschema` in a child process before `fake_upstream.py` (a streamed answer), the same body
+sent `--proxied` times (concurrency 4), the proxy's CPU (utime + stime from /proc) per request.
+
+Run: `python bench/ledger_bench.py [--requests N] [--rounds N] [--proxied N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from toolslim.core.pipeline import Pipeline
+from toolslim.core.tokens import count_tokens
+from toolslim.core.toolfacts import tool_facts
+from toolslim.observe.ledger import render, who
+from toolslim.observe.ledger.book import ToolLedger
+from toolslim.wire.sse import UsageObserver
+
+CAPTURE = Path(__file__).resolve().parent.parent / "captures" / "claude-code.mcp.anthropic.json"
+CALLS = ("Read", "mcp__git__git_status", "mcp__files__read_text_file")
+HEADERS = {
+    "user-agent": "claude-cli/2.1.197 (external, cli)",
+    "x-claude-code-session-id": "bench-session",
+}
+
+
+def event(obj: dict[str, Any]) -> bytes:
+    return b"event: " + obj["type"].encode() + b"\ndata: " + orjson.dumps(obj) + b"\n\n"
+
+
+def answer() -> bytes:
+    """A streamed answer: some text, then three tool calls with their input streamed."""
+    usage = {"input_tokens": 12, "cache_read_input_tokens": 60_000, "output_tokens": 1}
+    parts = [event({"type": "message_start", "message": {"type": "message", "usage": usage}})]
+    parts.append(
+        event(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            }
+        )
+    )
+    for n in range(20):
+        delta = {"type": "text_delta", "text": f"Looking at part {n} of the project now. "}
+        parts.append(event({"type": "content_block_delta", "index": 0, "delta": delta}))
+    parts.append(event({"type": "content_block_stop", "index": 0}))
+    for index, name in enumerate(CALLS, start=1):
+        block = {"type": "tool_use", "id": f"toolu_{index:024}", "name": name, "input": {}}
+        parts.append(event({"type": "content_block_start", "index": index, "content_block": block}))
+        for piece in ('{"path": "/src/', f"module_{index}", '.py"}'):
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            parts.append(event({"type": "content_block_delta", "index": index, "delta": delta}))
+        parts.append(event({"type": "content_block_stop", "index": index}))
+    end = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "tool_use"},
+        "usage": {"output_tokens": 180},
+    }
+    parts += [event(end), event({"type": "message_stop"})]
+    return b"".join(parts)
+
+
+def chunks(data: bytes, size: int = 1400) -> list[bytes]:
+    return [data[at : at + size] for at in range(0, len(data), size)]
+
+
+def per_call(function: Callable[[], object], count: int, rounds: int) -> float:
+    """CPU seconds per call of `function`: the least of `rounds` runs of `count` calls."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.process_time()
+        for _ in range(count):
+            function()
+        best = min(best, (time.process_time() - started) / count)
+    return best
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime of a process (all its threads), in clock ticks."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def send(url: str, body: bytes, count: int, concurrency: int = 4) -> None:
+    gate = asyncio.Semaphore(concurrency)
+    async with aiohttp.ClientSession() as client:
+
+        async def one() -> None:
+            async with gate, client.post(url, data=body) as response:
+                assert response.status == 200, response.status
+                await response.read()
+
+        await asyncio.gather(*(one() for _ in range(count)))
+
+
+async def healthy(url: str) -> None:
+    async with aiohttp.ClientSession() as client:
+        for _ in range(300):  # 15 s at most
+            try:
+                async with client.get(url) as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientConnectionError:
+                pass
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer")
+
+
+def proxy_cpu(body: bytes, count: int) -> float:
+    """CPU seconds per request of `toolslim serve --pipeline toolschema` (the ledger in it)."""
+    here = Path(__file__).resolve().parent
+    fake = subprocess.Popen(
+        [sys.executable, str(here / "fake_upstream.py"), "--port", "0"], stdout=subprocess.PIPE
+    )
+    proxy = None
+    try:
+        assert fake.stdout is not None
+        upstream = fake.stdout.readline().decode().split()[-1]  # "listening on 127.0.0.1:PORT"
+        port = free_port()
+        command = [sys.executable, "-m", "toolslim", "serve", "--port", str(port)]
+        command += ["--pipeline", "toolschema", "--upstream", f"anthropic=http://{upstream}"]
+        command += ["--log-level", "warning", "--state-file", "none"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSLIM_")}
+        proxy = subprocess.Popen(command, env=env)
+        base = f"http://127.0.0.1:{port}"
+        asyncio.run(healthy(f"{base}/healthz"))
+        asyncio.run(send(f"{base}/v1/messages", body, 100))  # warm: the memo, the tokens
+        time.sleep(1)
+        before = cpu_ticks(proxy.pid)
+        asyncio.run(send(f"{base}/v1/messages", body, count))
+        time.sleep(0.5)  # the last counts
+        return (cpu_ticks(proxy.pid) - before) / os.sysconf("SC_CLK_TCK") / count
+    finally:
+        for process in (proxy, fake):
+            if process is not None:
+                process.terminate()
+                process.wait(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=2000, help="requests per round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (the least kept)")
+    parser.add_argument("--proxied", type=int, default=2000, help="requests through serve")
+    args = parser.parse_args()
+
+    body = CAPTURE.read_bytes()
+    pipeline = Pipeline(["toolschema"])
+    report = pipeline.run(body, "anthropic")  # the memo now holds the catalogue
+    [catalogue] = report.catalogues
+    streamed = chunks(answer())
+    hidden = chunks(answer().replace(b'"type":"tool_use"', b'"type":"tool_xse"'))
+    book = ToolLedger(read_multiplier=0.1, write_multiplier=1.25)
+    started = time.process_time()
+    facts = tool_facts(catalogue.forwarded, count_tokens)
+    counted = time.process_time() - started
+    book.known(catalogue.digest, facts)
+
+    def observe(pieces: list[bytes]) -> Callable[[], object]:
+        def run() -> object:
+            observer = UsageObserver("anthropic", "text/event-stream", None)
+            for piece in pieces:
+                observer.feed(piece)
+            return observer.finish(), observer.calls
+
+        return run
+
+    observer = UsageObserver("anthropic", "text/event-stream", None)
+    for piece in streamed:
+        observer.feed(piece)
+    usage = observer.finish()
+    calls = observer.calls
+    assert [name for name, _ in calls] == list(CALLS), calls
+    assert usage is not None and usage.cache_read_input_tokens == 60_000
+
+    def offered() -> object:
+        return book.record(
+            client=who.client_of(HEADERS["user-agent"]),
+            api="anthropic",
+            model=who.model_of("/v1/messages", body),
+            session=who.session_of("/v1/messages", HEADERS, body),
+            catalogues=report.catalogues,
+            usage=usage,
+            calls=calls,
+            cache_miss=None,
+        )
+
+    n, rounds = args.requests, args.rounds
+    run = per_call(lambda: pipeline.run(body, "anthropic"), n, rounds)
+    seen = per_call(observe(streamed), n, rounds)
+    unseen = per_call(observe(hidden), n, rounds)
+    record = per_call(offered, n, rounds)
+    shown = per_call(
+        lambda: render.render(book.export(), time.time(), min_requests=50, min_sessions=3),
+        max(1, n // 100),
+        rounds,
+    )
+    reading = max(0.0, seen - unseen)
+    ledger = reading + record
+    tools = len(facts.names)
+    print(
+        f"body {len(body) // 1000} KB, {tools} tools ({len(set(facts.servers)) - 1} MCP servers,"
+        f" {sum(facts.tokens):,} tokens); answer {sum(map(len, streamed)):,} B in"
+        f" {len(streamed)} chunks with {len(calls)} tool calls; {n} requests x {rounds} rounds"
+    )
+    print()
+    print(f"{'per request (CPU)':<44} {'us':>8} {'of [toolschema]':>16}")
+    for label, seconds in (
+        ("[toolschema] Pipeline.run (memo hit)", run),
+        ("usage observer over the answer", seen),
+        ("  of it: reading the 3 calls", reading),
+        ("ledger record (client, model, session, calls)", record),
+        ("ledger in all (calls read + record)", ledger),
+    ):
+        print(f"{label:<44} {seconds * 1e6:>8.1f} {seconds / run * 100:>15.2f}%")
+    print()
+    print(f"once per distinct catalogue, off the loop: each tool's tokens, {counted * 1e3:.0f} ms")
+    print(f"one /stats render of the ledger ({tools} tools): {shown * 1e3:.2f} ms")
+    whole = proxy_cpu(body, args.proxied)
+    print(
+        f"`toolslim serve` [toolschema], CPU per request ({args.proxied} streamed requests):"
+        f" {whole * 1e6:.0f} us; the ledger's share of it: {ledger / whole * 100:.2f}%"
+        f" (goal < 5 %: {'met' if ledger / whole < 0.05 else 'NOT met'})"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""PURE. What the tool ledger reads of a request besides its catalogues: the client that sent
+it, the model it asks for (for its price) and its session, by a hash that is the same in
+every worker and across restarts (sessions are counted per tool, in the state file too).
+
+Must not import aiohttp or prometheus_client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Final
+
+import orjson
+
+from toolslim.core.owners import client_of
+from toolslim.observe.drift import session_key
+
+__all__ = ["client_of", "model_of", "session_of"]
+
+_GEMINI_MODEL: Final = re.compile(r"/models/([^/:?]+)")
+_MODEL: Final = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.){1,200}")')
+_HEAD: Final = 1024
+_TAIL: Final = 16 * 1024
+
+
+def model_of(target: str, body: bytes) -> str | None:
+    """The model a request asks for: Gemini's path names it, other APIs' `model` member (SDKs
+    write it first, some clients last: the body's head and end are searched)."""
+    found = _GEMINI_MODEL.search(target.partition("?")[0])
+    if found is not None:
+        return found.group(1)
+    match = _MODEL.search(body, 0, _HEAD) or _MODEL.search(body, max(0, len(body) - _TAIL))
+    if match is None:
+        return None
+    try:
+        model = orjson.loads(match.group(1))
+    except orjson.JSONDecodeError:
+        return None
+    return model if isinstance(model, str) and model else None
+
+
+def session_of(target: str, headers: Mapping[str, str] | None, body: bytes) -> str:
+    """The request's session as a short hash (drift.session_key names it; never in clear)."""
+    key = session_key(target, headers, body)
+    return hashlib.blake2b(key, digest_size=8, person=b"toolslim-ledger").hexdigest()
