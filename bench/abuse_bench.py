@@ -1,10 +1,10 @@
 """How long a hostile or broken client can stall everyone else (issue 16).
 
-Starts a fake upstream, `python -m toolslim serve` with RLIMIT_NOFILE at 1,024 (soft), and a
-probe process that sends `GET /healthz` every 10 ms on one keep-alive connection and records
-each answer's latency. Then runs each abuse in turn while the probe runs, and reports the
-longest probe latency (the event loop's longest stall, as a client sees it), whether every
-probe was answered, and the proxy's peak VmRSS during the abuse:
+Starts bench/fake_upstream.py in `bomb` mode, `python -m toolslim serve` with RLIMIT_NOFILE at
+1,024 (soft), and a probe process that sends `GET /healthz` every 10 ms on one keep-alive
+connection and records each answer's latency. Then runs each abuse in turn while the probe runs,
+and reports the longest probe latency (the event loop's longest stall, as a client sees it),
+whether every probe was answered, and the proxy's peak VmRSS during the abuse:
 
 - gzip: requests whose body is 4 MB of tiny gzip members (decoding is linear, off the loop);
 - zstd: the same with zstd frames (needs the zstandard module);
@@ -37,12 +37,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from common import elsewhere, get_json, pinned, rss_mb, start_proxy, start_upstream
+from common import stop as stop_processes
+
 PROBE_EVERY = 0.010
 PROBE_TIMEOUT = 5.0
 FILES = 1024  # the proxy's RLIMIT_NOFILE (soft)
@@ -51,82 +52,9 @@ HEADERS = (
     b"Content-Type: application/json\r\nx-api-key: sk-ant-bench-fake-key\r\n"
     b"anthropic-version: 2023-06-01\r\n"
 )
-BOMB_BYTES = 1 << 30
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def busy_cores_elsewhere(pids: set[int]) -> Callable[[], float]:
-    """A function returning the CPU cores used since the previous call by every process not
-    in `pids` (from /proc/stat and /proc/<pid>/stat)."""
-    tick = os.sysconf("SC_CLK_TCK")
-
-    def total_busy() -> int:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-        values = [int(v) for v in fields]
-        return sum(values) - values[3] - values[4]  # minus idle and iowait
-
-    def ours() -> int:
-        used = 0
-        for pid in pids:
-            try:
-                stat = Path(f"/proc/{pid}/stat").read_text()
-            except OSError:
-                continue
-            parts = stat[stat.rindex(")") + 2 :].split()
-            used += int(parts[11]) + int(parts[12])
-        return used
-
-    state = {"t": time.monotonic(), "busy": total_busy(), "ours": ours()}
-
-    def other() -> float:
-        now, busy, mine = time.monotonic(), total_busy(), ours()
-        spent = (busy - state["busy"]) - (mine - state["ours"])
-        cores = spent / tick / max(1e-9, now - state["t"])
-        state.update(t=now, busy=busy, ours=mine)
-        return max(0.0, cores)
-
-    return other
 
 
 # --- the fake upstream and the probe (child processes of this file) --------------------------
-
-
-def serve_upstream(port: int) -> None:
-    """JSON answers with usage; `X-Bomb: 1` answers 1 GiB of spaces, gzipped."""
-    from aiohttp import web
-
-    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    block = b" " * (1 << 20)
-    parts = [packer.compress(block) for _ in range(BOMB_BYTES // len(block))]
-    bomb = b"".join(parts) + packer.flush()
-    answer = json.dumps(
-        {"id": "msg_1", "type": "message", "usage": {"input_tokens": 10, "output_tokens": 2}}
-    ).encode()
-
-    async def handle(request: web.Request) -> web.StreamResponse:
-        async for _ in request.content.iter_chunked(1 << 16):
-            pass
-        if request.headers.get("X-Bomb"):
-            headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
-            return web.Response(body=bomb, headers=headers)
-        return web.Response(body=answer, content_type="application/json")
-
-    app = web.Application(handler_args={"auto_decompress": False}, client_max_size=1 << 31)
-    app.router.add_route("*", "/{tail:.*}", handle)
-    print("listening", flush=True)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
 def run_probe(port: int, out: str) -> None:
@@ -346,10 +274,6 @@ def summarize(window: Window, probes: list[tuple[float, float]]) -> dict[str, fl
     }
 
 
-def pinned(command: list[str], cpu: int, pin: bool) -> list[str]:
-    return ["taskset", "-c", str(cpu), *command] if pin else command
-
-
 def lower_files() -> None:
     resource.setrlimit(
         resource.RLIMIT_NOFILE, (FILES, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
@@ -366,44 +290,33 @@ async def run(args: argparse.Namespace) -> int:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))  # for 1,100 clients
     pin = args.pin == "auto" and shutil.which("taskset") is not None and os.cpu_count() != 1
+    abusers_cpu, proxy_cpu = (0, 1) if pin else (None, None)
     folder = Path(tempfile.mkdtemp(prefix="toolslim-abuse-"))
-    up_port, port = free_port(), free_port()
-    config = folder / "toolslim.yaml"
-    config.write_text(
-        f"listen: {{host: 127.0.0.1, port: {port}}}\n"
-        f"upstreams: {{anthropic: 'http://127.0.0.1:{up_port}'}}\n"
-        "log_level: warning\n"
-    )
-    me = [sys.executable, str(Path(__file__).resolve())]
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        upstream = subprocess.Popen(
-            pinned([*me, "--upstream", str(up_port)], 0, pin), stdout=subprocess.PIPE
-        )
+        upstream, upstream_port = start_upstream(folder, "bomb", abusers_cpu)  # the bomb built
         processes.append(upstream)
-        assert upstream.stdout is not None
-        upstream.stdout.readline()  # "listening": the bomb is built
-        proxy = subprocess.Popen(
-            pinned([sys.executable, "-m", "toolslim", "serve", "--config", str(config)], 1, pin),
-            preexec_fn=lower_files,
-            stderr=open(folder / "proxy.log", "wb"),  # noqa: SIM115 (lives as long as the proxy)
-        )
-        processes.append(proxy)
-        wait_for_port(port, proxy)
+        flags = ["--log-level", "warning"]
+        upstreams = {"anthropic": upstream_port}
+        proxy = start_proxy("abused", folder, upstreams, flags, proxy_cpu, preexec_fn=lower_files)
+        processes.append(proxy.process)
         probes_file = folder / "probes.txt"
         # The probe beside the proxy: CPU 0 is busy with the abusers and the upstream.
-        probe = subprocess.Popen(pinned([*me, "--probe", str(port), str(probes_file)], 1, pin))
+        me = [sys.executable, str(Path(__file__).resolve())]
+        probe_command = [*me, "--probe", str(proxy.port), str(probes_file)]
+        probe = subprocess.Popen([*pinned(proxy_cpu), *probe_command])
         processes.append(probe)
-        other = busy_cores_elsewhere({os.getpid(), *(p.pid for p in processes)})
+        other = elsewhere(p.pid for p in processes)
         windows = []
         print(
-            f"proxy pid {proxy.pid}, RLIMIT_NOFILE {FILES}; pinned: {pin}; {args.seconds:g} s each"
+            f"proxy pid {proxy.process.pid}, RLIMIT_NOFILE {FILES}; pinned: {pin}; "
+            f"{args.seconds:g} s each"
         )
         await asyncio.sleep(3.0)  # past the proxy's start-up
         names = ["idle", *[n for n in ABUSES if not args.only or n in args.only.split(",")]]
         for name in names:
             stop, peak = asyncio.Event(), [0.0]
-            sampler = asyncio.create_task(sample_rss(proxy.pid, stop, peak))
+            sampler = asyncio.create_task(sample_rss(proxy.process.pid, stop, peak))
             other()
             start = time.monotonic()
             if name == "idle":
@@ -411,7 +324,7 @@ async def run(args: argparse.Namespace) -> int:
                 what = "nothing"
             else:
                 try:
-                    what = await ABUSES[name](port, args.seconds)
+                    what = await ABUSES[name](proxy.port, args.seconds)
                 except ImportError as exc:
                     what = f"skipped: {exc.name} is not installed"
             end = time.monotonic()
@@ -424,47 +337,14 @@ async def run(args: argparse.Namespace) -> int:
         probe.terminate()
         probe.wait(5)
         probes = read_probes(probes_file)
-        stats = proxy_stats(port)
-        return report(windows, probes, stats, proxy, folder)
+        stats = get_json(proxy.port, "/stats")
+        return report(windows, probes, stats, proxy.log)
     finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the proxy exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit("the proxy did not start listening within 30 s")
-
-
-def proxy_stats(port: int) -> dict[str, object]:
-    import http.client
-
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    connection.request("GET", "/stats")
-    stats: dict[str, object] = json.loads(connection.getresponse().read())
-    connection.close()
-    return stats
+        stop_processes(reversed(processes))
 
 
 def report(
-    windows: list[Window],
-    probes: list[tuple[float, float]],
-    stats: dict[str, object],
-    proxy: subprocess.Popen[bytes],
-    folder: Path,
+    windows: list[Window], probes: list[tuple[float, float]], stats: dict[str, object], log: Path
 ) -> int:
     print()
     print(
@@ -492,8 +372,8 @@ def report(
     print(f"/stats connections: {json.dumps(connections)}")
     for name, counters in dict(components).items():  # type: ignore[call-overload]
         print(f"/stats {name} skip_reasons: {json.dumps(counters['skip_reasons'])}")
-    log = (folder / "proxy.log").read_bytes()
-    print(f"proxy log: {len(log.splitlines())} lines, {len(log)} bytes (level warning)")
+    logged = log.read_bytes()
+    print(f"proxy log: {len(logged.splitlines())} lines, {len(logged)} bytes (level warning)")
     goals = f"stall <= {GOALS['stall_ms']:g} ms, RSS <= {GOALS['rss_mb']:g} MB, all answered"
     print(f"goals ({goals}): {'met' if met else 'MISSED'}")
     return 0 if met else 1
@@ -504,12 +384,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="per abuse (default 10)")
     parser.add_argument("--only", default="", help="comma-separated abuses: " + ",".join(ABUSES))
     parser.add_argument("--pin", choices=("auto", "none"), default="auto")
-    parser.add_argument("--upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--probe", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.upstream is not None:
-        serve_upstream(args.upstream)
-        return
     if args.probe is not None:
         run_probe(int(args.probe[0]), args.probe[1])
         return

@@ -1,13 +1,20 @@
-"""A fast fake Anthropic upstream for the proxy benches: raw asyncio HTTP/1.1 on 127.0.0.1.
+"""The one fake upstream of every bench, on 127.0.0.1, in one of three modes:
 
-`POST /v1/messages*` reads the whole Content-Length body and answers a JSON message with usage,
-or, when the body asks for `"stream": true` (found by byte search, never parsed), an SSE stream:
-message_start, content_block_start, K content_block_delta, content_block_stop, message_delta
-(with usage), message_stop, one write per event, chunked. Keep-alive; pipelining works.
+- `messages` (the default): a fast Anthropic upstream, raw asyncio HTTP/1.1. `POST
+  /v1/messages*` reads the whole Content-Length body and answers a JSON message with usage, or,
+  when the body asks for `"stream": true` (found by byte search, never parsed), an SSE stream:
+  message_start, content_block_start, K content_block_delta, content_block_stop, message_delta
+  (with usage), message_stop, one write per event, chunked. Keep-alive; pipelining works.
+- `responses`: an OpenAI Responses upstream (aiohttp) that answers each `response.create` on a
+  WebSocket at GET /v1/responses, and each POST /v1/responses as SSE, with the same events:
+  `response.created`, K `response.output_text.delta`, `response.completed` with usage.
+- `bomb`: any request, any body (read in chunks, chunked or not) answered with a small JSON
+  message with usage; with `X-Bomb: 1`, 1 GiB of spaces gzipped to about 1 MB instead.
 
-Control (call it directly, not through a proxy): `GET /_bench/stats` (requests, bytes,
-streams so far), `GET /_bench/last_body` (the last body received, as received),
-`GET /_bench/reset`. Run: `python bench/fake_upstream.py --port 18080 [--events 5]`; it prints
+Control (call it directly, not through a proxy): `GET /_bench/stats` (requests, streams,
+WebSocket messages and bytes so far), `GET /_bench/last_body` and `/_bench/last_message` (the
+last POST body and WebSocket message received, as received), `GET /_bench/reset`. Run:
+`python bench/fake_upstream.py [--mode messages] [--port 18080] [--events 5]`; it prints
 `listening on 127.0.0.1:PORT` once it accepts connections (`--port 0` picks a free port).
 """
 
@@ -17,6 +24,12 @@ import argparse
 import asyncio
 import contextlib
 import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import WSMsgType, web
 
 HEAD_LIMIT = 64 * 1024
 STREAM_KEY = b'"stream"'
@@ -116,22 +129,33 @@ def wants_stream(body: bytes) -> bool:
     return False
 
 
+@dataclass
 class Counters:
     """What the upstream received, for the benches to check and count."""
 
-    def __init__(self) -> None:
-        self.reset()
+    requests: int = 0  # POSTs answered
+    streams: int = 0  # of them answered as a stream
+    messages: int = 0  # response.create messages over WebSockets
+    bytes: int = 0  # request bytes of both
+    last_body: bytes = b""
+    last_message: bytes = b""
 
     def reset(self) -> None:
-        self.requests = 0
-        self.bytes = 0
-        self.streams = 0
-        self.last_body = b""
+        for name, value in vars(Counters()).items():
+            setattr(self, name, value)
 
     def snapshot(self) -> bytes:
-        return json.dumps(
-            {"requests": self.requests, "bytes": self.bytes, "streams": self.streams}
-        ).encode()
+        numbers = ("requests", "streams", "messages", "bytes")
+        return json.dumps({name: getattr(self, name) for name in numbers}).encode()
+
+    def control(self, name: str) -> tuple[bytes, str]:
+        """The answer to GET /_bench/<name>, and its content type."""
+        if name in ("last_body", "last_message"):
+            raw: bytes = getattr(self, name)
+            return raw, "application/octet-stream"
+        if name == "reset":
+            self.reset()
+        return self.snapshot(), "application/json"
 
 
 def _head(status: str, content_type: str, length: int, close: bool) -> bytes:
@@ -229,14 +253,7 @@ class Upstream(asyncio.Protocol):
         path = self.target.partition("?")[0]
         counters = self.counters
         if path.startswith("/_bench/"):
-            reply, kind = b"", "application/json"
-            if path == "/_bench/stats":
-                reply = counters.snapshot()
-            elif path == "/_bench/last_body":
-                reply, kind = counters.last_body, "application/octet-stream"
-            elif path == "/_bench/reset":
-                counters.reset()
-                reply = counters.snapshot()
+            reply, kind = counters.control(path.removeprefix("/_bench/"))
             transport.write(_head("200 OK", kind, len(reply), self.close) + reply)
         elif self.method == "POST" and path.startswith("/v1/messages"):
             counters.requests += 1
@@ -272,7 +289,7 @@ class Upstream(asyncio.Protocol):
         self.transport = None
 
 
-async def serve(port: int, deltas: int) -> None:
+async def serve_messages(port: int, deltas: int) -> None:
     counters = Counters()
     json_body = message_reply()
     sse_chunks = [b"%x\r\n%b\r\n" % (len(event), event) for event in sse_events(deltas)]
@@ -286,13 +303,142 @@ async def serve(port: int, deltas: int) -> None:
         await server.serve_forever()
 
 
+# --- the aiohttp modes: Responses over WebSocket and HTTP; the gzip bomb ----------------------
+
+COUNTERS = web.AppKey("counters", Counters)
+FRAMES = web.AppKey("frames", list)
+BOMB_BYTES = 1 << 30
+
+
+def responses_events(deltas: int) -> list[bytes]:
+    """One Responses answer's events, compact JSON, `type` first as the API sends them."""
+    shell = {
+        "id": "resp_bench",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "model": "gpt-5-codex",
+        "status": "in_progress",
+        "output": [],
+        "usage": None,
+    }
+    out: list[dict[str, Any]] = [{"type": "response.created", "response": shell}]
+    position = {"item_id": "msg_bench", "output_index": 0, "content_index": 0}
+    out += [{"type": "response.output_text.delta", **position, "delta": "word "}] * deltas
+    usage = {
+        "input_tokens": 19_000,
+        "input_tokens_details": {"cached_tokens": 18_000},
+        "output_tokens": deltas,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 19_000 + deltas,
+    }
+    text = {"type": "output_text", "text": "word " * deltas, "annotations": []}
+    item = {"id": "msg_bench", "type": "message", "role": "assistant", "status": "completed"}
+    done = {**shell, "status": "completed", "output": [{**item, "content": [text]}]}
+    out.append({"type": "response.completed", "response": {**done, "usage": usage}})
+    return [orjson.dumps({**event, "sequence_number": n}) for n, event in enumerate(out)]
+
+
+def as_sse(frames: list[bytes]) -> list[bytes]:
+    """The same events as an HTTP stream's SSE events, one chunk each."""
+    return [b"event: %s\ndata: %s\n\n" % (orjson.loads(f)["type"].encode(), f) for f in frames]
+
+
+async def responses_websocket(request: web.Request) -> web.StreamResponse:
+    ws = web.WebSocketResponse(max_msg_size=0, decode_text=False)
+    await ws.prepare(request)
+    counters, frames = request.app[COUNTERS], request.app[FRAMES]
+    async for msg in ws:
+        if msg.type is not WSMsgType.TEXT:
+            break
+        counters.messages += 1
+        counters.bytes += len(msg.data)
+        counters.last_message = msg.data
+        for frame in frames:
+            await ws.send_frame(frame, WSMsgType.TEXT)
+    return ws
+
+
+async def responses_post(request: web.Request) -> web.StreamResponse:
+    body = await request.read()
+    counters = request.app[COUNTERS]
+    counters.requests += 1
+    counters.streams += 1
+    counters.bytes += len(body)
+    counters.last_body = body
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    for chunk in as_sse(request.app[FRAMES]):
+        await response.write(chunk)
+    await response.write_eof()
+    return response
+
+
+async def control(request: web.Request) -> web.Response:
+    reply, kind = request.app[COUNTERS].control(request.match_info["name"])
+    return web.Response(body=reply, content_type=kind)
+
+
+def responses_app(deltas: int) -> web.Application:
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app[COUNTERS], app[FRAMES] = Counters(), responses_events(deltas)
+    app.router.add_get("/v1/responses", responses_websocket)
+    app.router.add_post("/v1/responses", responses_post)
+    app.router.add_get("/_bench/{name}", control)
+    return app
+
+
+def bomb_app() -> web.Application:
+    """JSON answers with usage; `X-Bomb: 1` answers 1 GiB of spaces, gzipped (built once)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b" " * (1 << 20)
+    bomb = b"".join(packer.compress(block) for _ in range(BOMB_BYTES // len(block)))
+    bomb += packer.flush()
+    answer = json.dumps(
+        {"id": "msg_1", "type": "message", "usage": {"input_tokens": 10, "output_tokens": 2}}
+    ).encode()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        counters = request.app[COUNTERS]
+        async for chunk in request.content.iter_chunked(1 << 16):
+            counters.bytes += len(chunk)
+        counters.requests += 1
+        if request.headers.get("X-Bomb"):
+            headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+            return web.Response(body=bomb, headers=headers)
+        return web.Response(body=answer, content_type="application/json")
+
+    app = web.Application(handler_args={"auto_decompress": False}, client_max_size=1 << 31)
+    app[COUNTERS] = Counters()
+    app.router.add_get("/_bench/{name}", control)
+    app.router.add_route("*", "/{tail:.*}", handle)
+    return app
+
+
+async def serve_app(app: web.Application, port: int) -> None:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
+    await site.start()
+    print(f"listening on 127.0.0.1:{runner.addresses[0][1]}", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=("messages", "responses", "bomb"), default="messages")
     parser.add_argument("--port", type=int, default=18080)
-    parser.add_argument("--events", type=int, default=5, help="content_block_delta events")
+    parser.add_argument("--events", type=int, default=5, help="delta events per stream answer")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(args.port, args.events))
+        if args.mode == "messages":
+            asyncio.run(serve_messages(args.port, args.events))
+        elif args.mode == "responses":
+            asyncio.run(serve_app(responses_app(args.events), args.port))
+        else:
+            asyncio.run(serve_app(bomb_app(), args.port))
 
 
 if __name__ == "__main__":

@@ -23,18 +23,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import socket
-import subprocess
-import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
 
+from common import TICK, cpu_ticks, load, start_proxy, start_upstream, stop
 from toolslim.core.pipeline import Pipeline
 from toolslim.core.tokens import count_tokens
 from toolslim.core.toolfacts import tool_facts
@@ -102,74 +99,27 @@ def per_call(function: Callable[[], object], count: int, rounds: int) -> float:
     return best
 
 
-def cpu_ticks(pid: int) -> int:
-    """utime + stime of a process (all its threads), in clock ticks."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
-async def send(url: str, body: bytes, count: int, concurrency: int = 4) -> None:
-    gate = asyncio.Semaphore(concurrency)
-    async with aiohttp.ClientSession() as client:
-
-        async def one() -> None:
-            async with gate, client.post(url, data=body) as response:
-                assert response.status == 200, response.status
-                await response.read()
-
-        await asyncio.gather(*(one() for _ in range(count)))
-
-
-async def healthy(url: str) -> None:
-    async with aiohttp.ClientSession() as client:
-        for _ in range(300):  # 15 s at most
-            try:
-                async with client.get(url) as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientConnectionError:
-                pass
-            await asyncio.sleep(0.05)
-    raise RuntimeError(f"{url} did not answer")
-
-
 def proxy_cpu(body: bytes, count: int) -> float:
     """CPU seconds per request of `toolslim serve --pipeline toolschema` (the ledger in it)."""
-    here = Path(__file__).resolve().parent
-    fake = subprocess.Popen(
-        [sys.executable, str(here / "fake_upstream.py"), "--port", "0"], stdout=subprocess.PIPE
-    )
-    proxy = None
-    try:
-        assert fake.stdout is not None
-        upstream = fake.stdout.readline().decode().split()[-1]  # "listening on 127.0.0.1:PORT"
-        port = free_port()
-        command = [sys.executable, "-m", "toolslim", "serve", "--port", str(port)]
-        command += ["--pipeline", "toolschema", "--upstream", f"anthropic=http://{upstream}"]
-        command += ["--log-level", "warning", "--state-file", "none"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSLIM_")}
-        proxy = subprocess.Popen(command, env=env)
-        base = f"http://127.0.0.1:{port}"
-        asyncio.run(healthy(f"{base}/healthz"))
-        asyncio.run(send(f"{base}/v1/messages", body, 100))  # warm: the memo, the tokens
-        time.sleep(1)
-        before = cpu_ticks(proxy.pid)
-        asyncio.run(send(f"{base}/v1/messages", body, count))
-        time.sleep(0.5)  # the last counts
-        return (cpu_ticks(proxy.pid) - before) / os.sysconf("SC_CLK_TCK") / count
-    finally:
-        for process in (proxy, fake):
-            if process is not None:
-                process.terminate()
-                process.wait(10)
+    with tempfile.TemporaryDirectory(prefix="toolslim-ledgerbench-") as tmp:
+        upstream, port = start_upstream(Path(tmp))
+        processes = [upstream]
+        try:
+            flags = ["--pipeline", "toolschema", "--log-level", "warning", "--state-file", "none"]
+            proxy = start_proxy("[toolschema]", Path(tmp), {"anthropic": port}, flags)
+            processes.append(proxy.process)
+            url = f"http://127.0.0.1:{proxy.port}/v1/messages"
+            headers = {"Content-Type": "application/json"}
+            warm = asyncio.run(load(url, [body], 100, 4, headers))  # the memo, the tokens
+            time.sleep(1)
+            before = cpu_ticks(proxy.process.pid)
+            sent = asyncio.run(load(url, [body], count, 4, headers))
+            time.sleep(0.5)  # the last counts
+            if warm.failed or sent.failed:
+                raise SystemExit(f"{warm.failed + sent.failed} requests were not answered 200")
+            return (cpu_ticks(proxy.process.pid) - before) / TICK / count
+        finally:
+            stop(processes)
 
 
 def main() -> None:

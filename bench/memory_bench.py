@@ -18,29 +18,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
-import http.client
 import json
 import os
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import fake_upstream
+from common import Load, get_json, load, load_average, rss_mb, start_proxy, start_upstream, stop
 from compact_bench import bodies, catalogue
-from proxy_bench import free_port, rss_mb, stop
 
-HERE = Path(__file__).resolve().parent
 TOOL_BYTES_LIMIT = 3_000  # keep the smaller tools: a ~35 KB catalogue, ~45 KB bodies
-HEADERS = {
-    "Content-Type": "application/json",
-    "x-api-key": "sk-ant-bench-fake-key",
-    "anthropic-version": "2023-06-01",
-}
 
 
 def read_stats(port: int, done: int) -> dict[str, Any]:
@@ -48,12 +38,7 @@ def read_stats(port: int, done: int) -> dict[str, Any]:
     its response, once the catalogue's tokens are counted), or after 10 s."""
     deadline = time.monotonic() + 10
     while True:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        try:
-            conn.request("GET", "/stats")
-            stats: dict[str, Any] = json.loads(conn.getresponse().read())
-        finally:
-            conn.close()
+        stats: dict[str, Any] = get_json(port, "/stats")
         if stats["requests"]["total"] >= done or time.monotonic() > deadline:
             return stats
         time.sleep(0.1)
@@ -73,42 +58,6 @@ def make_bodies(count: int) -> list[bytes]:
             body = body[: -len(b'"stream":true}')] + b'"stream":false}'
         out.append(body)
     return out
-
-
-async def load(
-    port: int, items: list[bytes], total: int, concurrency: int, pid: int, deadline: float
-) -> tuple[list[tuple[int, float, float, int]], int]:
-    """Send `total` requests; the samples (requests done, seconds, RSS MB, token counts still
-    pending in the proxy) and the number of failed responses."""
-    samples = [(0, 0.0, rss_mb(pid), 0)]
-    started = time.monotonic()
-    sent = done = failed = 0
-    expected = {True: fake_upstream.sse_reply(5), False: fake_upstream.message_reply()}
-    url = f"http://127.0.0.1:{port}/v1/messages"
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector) as session:
-
-        async def worker() -> None:
-            nonlocal sent, done, failed
-            while sent < total and time.monotonic() < deadline:
-                body = items[sent % len(items)]
-                sent += 1
-                async with session.post(url, data=body, headers=HEADERS) as response:
-                    reply = await response.read()
-                stream = body.endswith(b"true}")
-                if response.status != 200 or reply != expected[stream]:
-                    failed += 1
-                done += 1
-                if done % 2000 == 0:
-                    point = (done, time.monotonic() - started, rss_mb(pid))
-                    async with session.get(f"http://127.0.0.1:{port}/stats") as response:
-                        backlog = find(await response.json(), "tokens_pending")
-                    samples.append((*point, backlog))
-
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-    if samples[-1][0] != done:
-        samples.append((done, time.monotonic() - started, rss_mb(pid), -1))
-    return samples, failed
 
 
 def find(snapshot: Any, key: str) -> int:
@@ -137,38 +86,38 @@ def main() -> None:
         f"{args.requests:,} requests, {args.catalogues:,} distinct catalogues in rotation, "
         f"bodies {min(sizes):,}-{max(sizes):,} B, concurrency {args.concurrency}"
     )
-    load_avg = os.getloadavg()
-    print(f"load average at start: {load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f}")
+    print(f"load average at start: {load_average()}")
     processes: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="toolslim-membench-") as tmp:
         try:
-            command = [sys.executable, str(HERE / "fake_upstream.py"), "--port", "0"]
-            with open(Path(tmp) / "upstream.log", "wb") as sink:
-                upstream = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=sink)
+            upstream, upstream_port = start_upstream(Path(tmp))
             processes.append(upstream)
-            assert upstream.stdout is not None
-            upstream_port = int(upstream.stdout.readline().decode().rsplit(":", 1)[1])
-            port = free_port()
-            command = [sys.executable, "-m", "toolslim", "serve", "--host", "127.0.0.1"]
-            command += ["--port", str(port), "--pipeline", "toolschema"]
-            command += ["--upstream", f"anthropic=http://127.0.0.1:{upstream_port}"]
-            with open(Path(tmp) / "proxy.log", "wb") as sink:
-                proxy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sink)
-            processes.append(proxy)
-            ready = time.monotonic() + 20
-            while True:
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        break
-                except OSError:
-                    if proxy.poll() is not None or time.monotonic() > ready:
-                        raise SystemExit("toolslim did not start") from None
-                    time.sleep(0.05)
+            flags = ["--pipeline", "toolschema"]
+            proxy = start_proxy("[toolschema]", Path(tmp), {"anthropic": upstream_port}, flags)
+            processes.append(proxy.process)
+            pid = proxy.process.pid
+            expected = {True: fake_upstream.sse_reply(5), False: fake_upstream.message_reply()}
+            samples = [(0, 0.0, rss_mb(pid), 0)]
+
+            def right(body: bytes, status: int, reply: bytes) -> bool:
+                return status == 200 and reply == expected[body.endswith(b"true}")]
+
+            async def sample(done: Load) -> None:
+                point = (done.done, time.monotonic() - started, rss_mb(pid))
+                stats = await asyncio.to_thread(get_json, proxy.port, "/stats")
+                samples.append((*point, find(stats, "tokens_pending")))
+
+            url = f"http://127.0.0.1:{proxy.port}/v1/messages"
             deadline = began + args.max_seconds
-            samples, failed = asyncio.run(
-                load(port, items, args.requests, args.concurrency, proxy.pid, deadline)
+            every = (2000, sample)
+            started = time.monotonic()
+            result = asyncio.run(
+                load(url, items, args.requests, args.concurrency, None, deadline, right, every)
             )
-            stats = read_stats(port, samples[-1][0])
+            if samples[-1][0] != result.done:
+                samples.append((result.done, result.seconds, rss_mb(pid), -1))
+            failed = result.failed
+            stats = read_stats(proxy.port, result.done)
         finally:
             stop(processes)
     print()
@@ -190,8 +139,7 @@ def main() -> None:
         f"peak {peak:.1f} MB, growth after 2,000 requests {growth:+.1f} MB; "
         f"goal (flat: <= 10 MB growth, < 100 MB): {'met' if met else 'NOT met'}"
     )
-    load_avg = os.getloadavg()
-    print(f"load average at end: {load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f}")
+    print(f"load average at end: {load_average()}")
     print(f"took {time.monotonic() - began:.0f} s")
 
 

@@ -23,15 +23,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import http.client
 import json
 import os
-import resource
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -39,168 +35,35 @@ from pathlib import Path
 from typing import Any
 
 import fake_upstream
+from common import (
+    TICK,
+    Proxy,
+    busy_ticks,
+    children_cpu,
+    cpu_ticks,
+    median,
+    pinned,
+    request,
+    revision,
+    rss_mb,
+    self_cpu,
+    start_proxy,
+    start_upstream,
+    stop,
+    tree_ticks,
+    upstream_stats,
+    wait_idle,
+)
 from compact_bench import SIZES, bodies, catalogue
-
 from toolslim.core.pipeline import Pipeline
 
 HERE = Path(__file__).resolve().parent
 ROTATE = HERE / "rotate.lua"
-TICK = os.sysconf("SC_CLK_TCK")
 TARGETS = ("direct", "[]", "[toolschema]")
 PIPELINES = {"[]": "", "[toolschema]": "toolschema"}
 MODES = ("nonstream", "stream")
 EVENTS = 5  # content_block_delta events per stream answer
-HEADERS = {
-    "Content-Type": "application/json",
-    "x-api-key": "sk-ant-bench-fake-key",
-    "anthropic-version": "2023-06-01",
-}
 GOALS = {"p50": 1.10, "rps": 0.90, "cpu": 1.15}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def stop(processes: list[subprocess.Popen[bytes]]) -> None:
-    """SIGTERM every process, then SIGKILL whichever has not exited within 10 s."""
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-def cpu_ticks(pid: int) -> int:
-    """utime + stime of a process (all its threads), in clock ticks."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
-
-
-def busy_ticks() -> int:
-    """Non-idle ticks of the whole machine, summed over CPUs."""
-    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return sum(values) - values[3] - values[4]  # minus idle and iowait
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def self_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def revision() -> str:
-    """The commit of the toolslim being measured, and whether src/ differs from it."""
-    try:
-        root = HERE.parent
-        git = ["git", "-C", str(root)]
-        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True)
-        dirty = subprocess.run([*git, "status", "--porcelain", "src"], capture_output=True)
-        mark = " + uncommitted changes in src/" if dirty.stdout.strip() else ""
-        return head.stdout.decode().strip() + mark
-    except OSError:
-        return "unknown revision"
-
-
-def pinned(cpu: int | None) -> list[str]:
-    return ["taskset", "-c", str(cpu)] if cpu is not None else []
-
-
-def request(port: int, path: str, body: bytes | None = None) -> tuple[int, bytes]:
-    """One request on a fresh connection; the status and the (de-chunked) response body."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        method = "GET" if body is None else "POST"
-        conn.request(method, path, body=body, headers=HEADERS if body is not None else {})
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
-
-
-def wait_until(check: Any, what: str, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise SystemExit(f"timed out waiting for {what}")
-
-
-@dataclass
-class Proxy:
-    name: str
-    port: int
-    process: subprocess.Popen[bytes]
-    log: Path
-
-
-def start_upstream(cpu: int | None, folder: Path) -> tuple[subprocess.Popen[bytes], int]:
-    command = [sys.executable, str(HERE / "fake_upstream.py"), "--port", "0"]
-    command += ["--events", str(EVENTS)]
-    with (folder / "upstream.log").open("wb") as sink:
-        process = subprocess.Popen([*pinned(cpu), *command], stdout=subprocess.PIPE, stderr=sink)
-    assert process.stdout is not None
-    line = process.stdout.readline().decode()  # "listening on 127.0.0.1:PORT"
-    if not line.startswith("listening on"):
-        raise SystemExit(f"fake upstream did not start: {line!r}")
-    return process, int(line.rsplit(":", 1)[1])
-
-
-def start_proxy(name: str, upstream: int, cpu: int | None, log_level: str, folder: Path) -> Proxy:
-    port = free_port()
-    command = [sys.executable, "-m", "toolslim", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--upstream", f"anthropic=http://127.0.0.1:{upstream}"]
-    command += ["--pipeline", PIPELINES[name], "--log-level", log_level]
-    log = folder / f"proxy-{PIPELINES[name] or 'empty'}.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([*pinned(cpu), *command], stdout=subprocess.DEVNULL, stderr=sink)
-    proxy = Proxy(name, port, process, log)
-
-    def up() -> bool:
-        if process.poll() is not None:
-            raise SystemExit(f"toolslim {name} exited: {log.read_text()[-2000:]}")
-        return request(port, "/healthz")[0] == 200
-
-    wait_until(up, f"toolslim {name} on port {port}")
-    return proxy
-
-
-def upstream_stats(port: int) -> dict[str, int]:
-    status, body = request(port, "/_bench/stats")
-    assert status == 200
-    stats: dict[str, int] = json.loads(body)
-    return stats
-
-
-def wait_idle(pids: list[int], limit: float = 3.0) -> None:
-    """Until no process of `pids` used CPU for two polls in a row (at most `limit` s)."""
-    deadline = time.monotonic() + limit
-    last, quiet = [cpu_ticks(p) for p in pids], 0
-    while quiet < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-        now = [cpu_ticks(p) for p in pids]
-        quiet = quiet + 1 if now == last else 0
-        last = now
 
 
 def verify(
@@ -294,10 +157,6 @@ def run_cell(
         cell.cpu_ms = spent * 1000 / max(received, 1)
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 rep, 1 s per run (< 2 min)")
@@ -361,11 +220,13 @@ def main() -> None:
             mean = statistics.mean(len(b) for b in streamed)
             print(f"bodies {size}: {args.bodies} transcripts, mean {mean:,.0f} B")
         try:
-            upstream, upstream_port = start_upstream(load_cpu, folder)
+            upstream, upstream_port = start_upstream(folder, cpu=load_cpu, events=EVENTS)
             processes.append(upstream)
             proxies: dict[str, Proxy] = {}
             for name in PIPELINES:
-                proxies[name] = start_proxy(name, upstream_port, proxy_cpu, args.log_level, folder)
+                flags = ["--pipeline", PIPELINES[name], "--log-level", args.log_level]
+                upstreams = {"anthropic": upstream_port}
+                proxies[name] = start_proxy(name, folder, upstreams, flags, cpu=proxy_cpu)
                 processes.append(proxies[name].process)
             ports = {"direct": upstream_port} | {n: p.port for n, p in proxies.items()}
             for target in TARGETS:
@@ -505,41 +366,18 @@ def _fmt(values: list[float]) -> str:
 # --- --workers: N worker processes on one port, asyncio vs uvloop -------------------------
 
 
-def tree_ticks(pid: int) -> int:
-    """utime + stime of a process and its children (gunicorn's master and its workers)."""
-    ticks = cpu_ticks(pid)
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:  # gone meanwhile
-            continue
-        if int(text[text.rindex(")") + 2 :].split()[1]) == pid:  # field 4: the parent
-            ticks += cpu_ticks(int(stat.parent.name))
-    return ticks
-
-
 def start_workers(
     name: str, workers: int, loop: str, upstream: int, log_level: str, folder: Path
 ) -> Proxy:
     """`toolslim serve --workers N --event-loop LOOP` with [toolschema], once all answer."""
-    port = free_port()
-    command = [sys.executable, "-m", "toolslim", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--upstream", f"anthropic=http://127.0.0.1:{upstream}"]
-    command += ["--pipeline", "toolschema", "--log-level", log_level]
-    command += ["--workers", str(workers), "--event-loop", loop]
-    log = folder / f"proxy-w{workers}-{loop}.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sink)
-    proxy = Proxy(name, port, process, log)
+    flags = ["--pipeline", "toolschema", "--log-level", log_level]
+    flags += ["--workers", str(workers), "--event-loop", loop]
 
-    def up() -> bool:
-        if process.poll() is not None:
-            raise SystemExit(f"toolslim {name} exited: {log.read_text()[-2000:]}")
+    def ready(port: int) -> bool:
         status, body = request(port, "/stats")
         return status == 200 and json.loads(body)["workers"]["count"] == workers
 
-    wait_until(up, f"toolslim {name} on port {port}")
-    return proxy
+    return start_proxy(name, folder, {"anthropic": upstream}, flags, ready=ready)
 
 
 def workers_main(args: argparse.Namespace) -> None:
@@ -581,7 +419,7 @@ def workers_main(args: argparse.Namespace) -> None:
                 lists[size, mode].write_text("\n".join(paths) + "\n")
         processes: list[subprocess.Popen[bytes]] = []
         try:
-            upstream, upstream_port = start_upstream(None, folder)
+            upstream, upstream_port = start_upstream(folder, events=EVENTS)
             processes.append(upstream)
             proxies = {}
             for target in targets:

@@ -1,7 +1,7 @@
 """What the WebSocket relay costs a `response.create`: direct vs `toolslim` `[]` vs `[toolschema]`,
 and against the HTTP path (POST /v1/responses, streamed) for the same body in the same run.
 
-Starts its own fake Responses upstream (this file with `--fake-upstream`: an aiohttp server that
+Starts bench/fake_upstream.py in `responses` mode (an aiohttp server that
 answers each `response.create` on GET /v1/responses, and each POST /v1/responses, with the same
 events: `response.created`, a few `response.output_text.delta`, `response.completed` with usage)
 and two `python -m toolslim serve` processes (`--pipeline ''` and `--pipeline toolschema`). The
@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import itertools
 import os
 import random
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -38,26 +36,26 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from aiohttp import ClientSession, WSMsgType, web
-from compact_bench import WORDS, _source_chunk, catalogue
-from proxy_bench import (
+from aiohttp import ClientSession, WSMsgType
+
+from common import (
+    OPENAI_HEADERS,
     TICK,
-    busy_ticks,
-    children_cpu,
     cpu_ticks,
-    free_port,
+    elsewhere,
+    load_average,
     median,
-    pinned,
     request,
     revision,
     rss_mb,
-    self_cpu,
+    start_proxy,
+    start_upstream,
     stop,
     upstream_stats,
     wait_idle,
-    wait_until,
 )
-
+from compact_bench import WORDS, _source_chunk, catalogue
+from fake_upstream import as_sse, responses_events
 from toolslim.core.pipeline import Pipeline
 
 HERE = Path(__file__).resolve().parent
@@ -67,115 +65,10 @@ PIPELINES = {"[]": "", "[toolschema]": "toolschema"}
 TRANSPORTS = ("ws", "http")
 SIZE = 80_000
 DELTAS = 5  # response.output_text.delta events per answer
-HEADERS = {"Authorization": "Bearer sk-bench-fake-key", "Content-Type": "application/json"}
 TURN = "@@turn@@"  # where each message's own number goes
 TURN_WIDTH = 8  # digits: every message has the same length
 COMPLETED = b'{"type":"response.completed"'
 RECEIVE_TIMEOUT = 30.0  # seconds any one answer may take before the run is abandoned
-
-
-def events(deltas: int) -> list[bytes]:
-    """One answer's events, compact JSON, `type` first as the Responses API sends them."""
-    shell = {
-        "id": "resp_bench",
-        "object": "response",
-        "created_at": 1_700_000_000,
-        "model": "gpt-5-codex",
-        "status": "in_progress",
-        "output": [],
-        "usage": None,
-    }
-    out: list[dict[str, Any]] = [{"type": "response.created", "response": shell}]
-    position = {"item_id": "msg_bench", "output_index": 0, "content_index": 0}
-    out += [{"type": "response.output_text.delta", **position, "delta": "word "}] * deltas
-    usage = {
-        "input_tokens": 19_000,
-        "input_tokens_details": {"cached_tokens": 18_000},
-        "output_tokens": deltas,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 19_000 + deltas,
-    }
-    text = {"type": "output_text", "text": "word " * deltas, "annotations": []}
-    item = {"id": "msg_bench", "type": "message", "role": "assistant", "status": "completed"}
-    done = {**shell, "status": "completed", "output": [{**item, "content": [text]}]}
-    out.append({"type": "response.completed", "response": {**done, "usage": usage}})
-    return [orjson.dumps({**event, "sequence_number": n}) for n, event in enumerate(out)]
-
-
-def sse(frames: list[bytes]) -> list[bytes]:
-    """The same events as an HTTP stream's SSE events, one chunk each."""
-    return [b"event: %s\ndata: %s\n\n" % (orjson.loads(f)["type"].encode(), f) for f in frames]
-
-
-@dataclass
-class Counters:
-    messages: int = 0  # response.create messages over WebSockets
-    posts: int = 0  # POST /v1/responses
-    received: int = 0  # bytes of both
-    last_message: bytes = b""
-    last_post: bytes = b""
-
-
-COUNTERS = web.AppKey("counters", Counters)
-FRAMES = web.AppKey("frames", list)
-
-
-async def upstream_websocket(request: web.Request) -> web.StreamResponse:
-    ws = web.WebSocketResponse(max_msg_size=0, decode_text=False)
-    await ws.prepare(request)
-    counters, frames = request.app[COUNTERS], request.app[FRAMES]
-    async for msg in ws:
-        if msg.type is not WSMsgType.TEXT:
-            break
-        counters.messages += 1
-        counters.received += len(msg.data)
-        counters.last_message = msg.data
-        for frame in frames:
-            await ws.send_frame(frame, WSMsgType.TEXT)
-    return ws
-
-
-async def upstream_post(request: web.Request) -> web.StreamResponse:
-    body = await request.read()
-    counters = request.app[COUNTERS]
-    counters.posts += 1
-    counters.received += len(body)
-    counters.last_post = body
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-    await response.prepare(request)
-    for chunk in sse(request.app[FRAMES]):
-        await response.write(chunk)
-    await response.write_eof()
-    return response
-
-
-async def upstream_bench(request: web.Request) -> web.Response:
-    counters = request.app[COUNTERS]
-    name = request.match_info["name"]
-    if name == "last_message":
-        return web.Response(body=counters.last_message)
-    if name == "last_post":
-        return web.Response(body=counters.last_post)
-    stats = {"messages": counters.messages, "posts": counters.posts, "bytes": counters.received}
-    return web.json_response(stats)
-
-
-async def serve_upstream(port: int, deltas: int) -> None:
-    app = web.Application(client_max_size=64 * 1024 * 1024)
-    app[COUNTERS], app[FRAMES] = Counters(), events(deltas)
-    app.router.add_get("/v1/responses", upstream_websocket)
-    app.router.add_post("/v1/responses", upstream_post)
-    app.router.add_get("/_bench/{name}", upstream_bench)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
-    await site.start()
-    bound = runner.addresses[0][1]
-    print(f"listening on 127.0.0.1:{bound}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await runner.cleanup()
 
 
 def responses_tools() -> list[dict[str, Any]]:
@@ -251,7 +144,7 @@ async def ws_run(
     latencies: list[float] = []
     deadline = time.monotonic() + seconds
     async with session.ws_connect(
-        url, headers=HEADERS, max_msg_size=0, autoping=False, decode_text=False
+        url, headers=OPENAI_HEADERS, max_msg_size=0, autoping=False, decode_text=False
     ) as ws:
         for _ in range(count):
             if time.monotonic() > deadline:
@@ -280,7 +173,7 @@ async def http_run(
             break
         data = make()
         started = time.perf_counter()
-        async with session.post(url, data=data, headers=HEADERS) as response:
+        async with session.post(url, data=data, headers=OPENAI_HEADERS) as response:
             reply = await response.read()
             if response.status != 200 or COMPLETED not in reply:
                 raise SystemExit(f"{url}: status {response.status}, {len(reply)} B")
@@ -305,16 +198,17 @@ async def verify(
         sent = as_message(body) if transport == "ws" else body
         url = f"http://127.0.0.1:{port}/v1/responses"
         if transport == "ws":
-            async with session.ws_connect(url, headers=HEADERS, decode_text=False) as ws:
+            async with session.ws_connect(url, headers=OPENAI_HEADERS, decode_text=False) as ws:
                 await ws.send_frame(sent, WSMsgType.TEXT)
                 got = [(await ws.receive(timeout=RECEIVE_TIMEOUT)).data for _ in frames]
             intact = got == frames
         else:
-            async with session.post(url, data=sent, headers=HEADERS) as response:
-                intact = response.status == 200 and await response.read() == b"".join(sse(frames))
+            async with session.post(url, data=sent, headers=OPENAI_HEADERS) as response:
+                reply = await response.read()
+                intact = response.status == 200 and reply == b"".join(as_sse(frames))
         if not intact:
             raise SystemExit(f"{name} {transport}: the answer did not arrive intact")
-        last = "last_message" if transport == "ws" else "last_post"
+        last = "last_message" if transport == "ws" else "last_body"
         _, received = request(upstream, f"/_bench/{last}")
         if name == "[toolschema]":
             expected = Pipeline(["toolschema"]).run(sent, "openai-responses").body
@@ -354,54 +248,20 @@ async def measure(
     upstream_port: int,
 ) -> None:
     wait_idle(pids)
-    key = "messages" if run.transport == "ws" else "posts"
+    key = "messages" if run.transport == "ws" else "requests"
     before = upstream_stats(upstream_port)[key]
-    ours_before = sum(cpu_ticks(p) for p in pids) / TICK + children_cpu() + self_cpu()
-    busy_before, started = busy_ticks(), time.monotonic()
+    other = elsewhere(pids)
     proxy_before = cpu_ticks(proxy) if proxy else 0
     loop = ws_run if run.transport == "ws" else http_run
     latencies = await loop(session, url, make, count, seconds)
     wait_idle(pids)  # the proxy's counting after the last answer belongs to the run
-    elapsed = time.monotonic() - started
     received = upstream_stats(upstream_port)[key] - before
-    ours = sum(cpu_ticks(p) for p in pids) / TICK + children_cpu() + self_cpu() - ours_before
-    run.other_cores = max(0.0, (busy_ticks() - busy_before) / TICK - ours) / elapsed
+    run.other_cores = other()
     run.count = len(latencies)
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
     run.p50_ms, run.p99_ms = cuts[49] * 1000, cuts[98] * 1000
     if proxy is not None:
         run.cpu_us = (cpu_ticks(proxy) - proxy_before) / TICK * 1e6 / max(received, 1)
-
-
-def start_upstream(cpu: int | None, folder: Path) -> tuple[subprocess.Popen[bytes], int]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--fake-upstream", "--port", "0"]
-    with (folder / "upstream.log").open("wb") as sink:
-        process = subprocess.Popen([*pinned(cpu), *command], stdout=subprocess.PIPE, stderr=sink)
-    assert process.stdout is not None
-    line = process.stdout.readline().decode()  # "listening on 127.0.0.1:PORT"
-    if not line.startswith("listening on"):
-        raise SystemExit(f"fake upstream did not start: {(folder / 'upstream.log').read_text()}")
-    return process, int(line.rsplit(":", 1)[1])
-
-
-def start_proxy(
-    name: str, upstream: int, cpu: int | None, log_level: str, folder: Path
-) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    command = [sys.executable, "-m", "toolslim", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--upstream", f"openai=http://127.0.0.1:{upstream}"]
-    command += ["--pipeline", PIPELINES[name], "--log-level", log_level]
-    log = folder / f"proxy-{PIPELINES[name] or 'empty'}.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([*pinned(cpu), *command], stdout=subprocess.DEVNULL, stderr=sink)
-
-    def up() -> bool:
-        if process.poll() is not None:
-            raise SystemExit(f"toolslim {name} exited: {log.read_text()[-2000:]}")
-        return request(port, "/healthz")[0] == 200
-
-    wait_until(up, f"toolslim {name} on port {port}")
-    return process, port
 
 
 async def bench(args: argparse.Namespace, folder: Path) -> tuple[list[Run], dict[str, float]]:
@@ -412,14 +272,13 @@ async def bench(args: argparse.Namespace, folder: Path) -> tuple[list[Run], dict
     if split:
         os.sched_setaffinity(0, {0})
     placement = "client + upstream on CPU 0, proxies on CPU 1" if split else "not pinned"
-    load = os.getloadavg()
     print(f"# ws_bench {time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} CPUs")
     print(
         f"toolslim: {revision()}; placement: {placement}; proxies at --log-level {args.log_level}"
     )
-    print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"load average at start: {load_average()}")
     head, tail = template(SIZE, SIZE, args.additional_tools)
-    frames = events(DELTAS)
+    frames = responses_events(DELTAS)
     size, extra = len(head) + TURN_WIDTH + len(tail), len(as_message(head)) - len(head)
     tools = responses_tools()
     print(
@@ -433,16 +292,15 @@ async def bench(args: argparse.Namespace, folder: Path) -> tuple[list[Run], dict
     processes: list[subprocess.Popen[bytes]] = []
     runs: list[Run] = []
     try:
-        upstream, upstream_port = start_upstream(load_cpu, folder)
+        upstream, upstream_port = start_upstream(folder, "responses", load_cpu, DELTAS)
         processes.append(upstream)
         ports: dict[str, int] = {"direct": upstream_port}
         pids: dict[str, int | None] = {"direct": None}
         for name in PIPELINES:
-            process, ports[name] = start_proxy(
-                name, upstream_port, proxy_cpu, args.log_level, folder
-            )
-            processes.append(process)
-            pids[name] = process.pid
+            flags = ["--pipeline", PIPELINES[name], "--log-level", args.log_level]
+            proxy = start_proxy(name, folder, {"openai": upstream_port}, flags, cpu=proxy_cpu)
+            processes.append(proxy.process)
+            ports[name], pids[name] = proxy.port, proxy.process.pid
         every = [p.pid for p in processes]
         async with ClientSession(auto_decompress=False) as session:
             for target in TARGETS:
@@ -557,22 +415,15 @@ def main() -> None:
     parser.add_argument(
         "--additional-tools", action="store_true", help="keep Codex's additional_tools item"
     )
-    parser.add_argument("--fake-upstream", action="store_true", help="be the fake upstream only")
-    parser.add_argument("--port", type=int, default=0, help="the fake upstream's")
     args = parser.parse_args()
-    if args.fake_upstream:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_upstream(args.port, DELTAS))
-        return
     if args.quick:
         args.reps, args.messages, args.max_seconds = 1, 300, 100
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="toolslim-wsbench-") as tmp:
         runs, rss = asyncio.run(bench(args, Path(tmp)))
     report(runs, args.reps)
-    load = os.getloadavg()
     print("proxy RSS at the end: " + ", ".join(f"{n} {v:.0f} MB" for n, v in rss.items()))
-    print(f"load average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"load average at end: {load_average()}")
     print(f"took {time.monotonic() - began:.0f} s")
 
 

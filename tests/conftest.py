@@ -4,7 +4,6 @@ and the layer markers: a test is `unit`, `proxy` or `system` by the folder it st
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,14 @@ from toolslim.proxy.app import make_app
 
 HERE = Path(__file__).resolve().parent
 LAYERS = ("unit", "proxy", "system")
-# Test modules import shared cases from one another across the layer folders.
-sys.path[1:1] = [str(HERE / layer) for layer in LAYERS]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`-m unit` alone, the fast loop, does not import the other layers' test modules."""
+    if config.getoption("markexpr") != "unit" or not collection_path.is_relative_to(HERE):
+        return None
+    parts = collection_path.relative_to(HERE).parts
+    return True if parts and parts[0] in LAYERS and parts[0] != "unit" else None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -8,7 +8,6 @@ import dataclasses
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from aiohttp.test_utils import TestServer
 from multidict import CIMultiDictProxy
 from yarl import URL
 
+from common import free_port as closed_port  # bench/common.py: a port nothing listens on
 from toolslim.config.settings import Settings, load_settings
 
 TIMEOUT = aiohttp.ClientTimeout(total=15)
@@ -291,13 +291,6 @@ def assert_components_agree(snapshot: dict[str, Any]) -> None:
         assert sum(counters["skip_reasons"].values()) == counters["skipped"]
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 def assert_error_shape(api: str, status: int, body: dict[str, Any], words: str) -> None:
     if api == "anthropic":
         assert body["type"] == "error" and body["error"]["type"] == "api_error"
@@ -358,3 +351,20 @@ def stop_process(process: subprocess.Popen[bytes]) -> str:
         process.wait(5)
     _, err = process.communicate(timeout=5)
     return err.decode()
+
+
+async def raw_exchange(port: int, request: bytes) -> bytes:
+    """The whole answer (until the server closes, at most 10 s) to these exact request bytes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(request)
+        return await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+
+
+def raw_post(body: bytes = b"", extra: bytes = b"", close: bool = True) -> bytes:
+    """The bytes of a POST /v1/messages with this body and `extra` header lines."""
+    head = b"POST /v1/messages HTTP/1.1\r\nHost: t\r\nx-api-key: " + KEY.encode() + b"\r\n"
+    tail = b"Connection: close\r\n" if close else b""
+    return head + extra + b"Content-Length: %d\r\n" % len(body) + tail + b"\r\n" + body

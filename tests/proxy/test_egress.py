@@ -27,7 +27,7 @@ from proxy_harness import (
     tools_span,
     total_is,
 )
-from toolslim.config.settings import load_settings, proxy_for
+from toolslim.config.settings import load_settings
 from toolslim.proxy.app import make_app
 
 
@@ -140,20 +140,6 @@ async def test_upstream_proxy_overrides_the_environment_and_its_credentials_are_
     expected = "Basic " + base64.b64encode(b"agent:s3cret-pass").decode()
     assert forward_proxy.authorizations == [expected]
     assert "s3cret-pass" not in caplog.text
-
-
-def test_proxy_choice_follows_scheme_and_no_proxy_as_curl_reads_them() -> None:
-    env = {"https_proxy": "http://p:1", "HTTP_PROXY": "http://q:2", "NO_PROXY": ".corp"}
-    assert proxy_for("https://api.anthropic.com", None, env) == "http://p:1"
-    assert proxy_for("http://127.0.0.1:8000", None, env) == "http://q:2"
-    assert proxy_for("https://llm.corp", None, env) is None
-    assert proxy_for("https://a.llm.corp", None, env) is None
-    assert proxy_for("https://notcorp.com", None, env) == "http://p:1"
-    assert proxy_for("https://x", None, {"ALL_PROXY": "http://r:3"}) == "http://r:3"
-    assert proxy_for("https://x", None, {"NO_PROXY": "*", "ALL_PROXY": "http://r:3"}) is None
-    assert proxy_for("https://x", "none", env) is None
-    assert proxy_for("https://x", "http://s:4", {}) == "http://s:4"
-    assert proxy_for("https://x", None, {}) is None
 
 
 @pytest.mark.parametrize(

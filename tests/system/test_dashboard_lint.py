@@ -13,9 +13,7 @@ from toolslim.observe.health import Linter
 from toolslim.observe.stats import Stats
 
 pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-from test_dashboard import StatsServer, driver, page_stats, serve, wait_for_state
-
-__all__ = ["driver"]  # the module-scoped browser fixture, shared
+from browser import StatsServer, page_stats, serve, wait_for_state
 
 
 def lint_banners(page: Any) -> dict[str, str]:

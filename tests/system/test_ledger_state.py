@@ -22,7 +22,7 @@ from proxy_harness import (
     stop_process,
     wait_healthy,
 )
-from test_workers import fresh_client, get_json, serve, settled, stop
+from served import fresh_client, get_json, serve, settled, stop
 from toolslim.observe.ledger import render
 from toolslim.observe.ledger.state import StateFile
 

@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 
 from proxy_harness import FakeUpstream, closed_port, total_is
-from test_workers import KINDS, ROUNDS, Served, fresh_client, send_batch, serve, settled, stop
+from served import KINDS, ROUNDS, Served, fresh_client, send_batch, serve, settled, stop
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = pytest.mark.skipif(

@@ -25,6 +25,7 @@ from toolslim.config.settings import (
     Timeouts,
     Upstream,
     load_settings,
+    proxy_for,
     render_docs,
     render_example,
 )
@@ -638,3 +639,17 @@ def test_report_takes_its_multipliers_from_the_flags_else_the_config_file(
     assert multipliers() == (0.1, 1.25)
     assert multipliers("--config", config) == (0.2, 2.0)
     assert multipliers("--config", config, "--cache-read-multiplier", "0.5") == (0.5, 2.0)
+
+
+def test_proxy_choice_follows_scheme_and_no_proxy_as_curl_reads_them() -> None:
+    env = {"https_proxy": "http://p:1", "HTTP_PROXY": "http://q:2", "NO_PROXY": ".corp"}
+    assert proxy_for("https://api.anthropic.com", None, env) == "http://p:1"
+    assert proxy_for("http://127.0.0.1:8000", None, env) == "http://q:2"
+    assert proxy_for("https://llm.corp", None, env) is None
+    assert proxy_for("https://a.llm.corp", None, env) is None
+    assert proxy_for("https://notcorp.com", None, env) == "http://p:1"
+    assert proxy_for("https://x", None, {"ALL_PROXY": "http://r:3"}) == "http://r:3"
+    assert proxy_for("https://x", None, {"NO_PROXY": "*", "ALL_PROXY": "http://r:3"}) is None
+    assert proxy_for("https://x", "none", env) is None
+    assert proxy_for("https://x", "http://s:4", {}) == "http://s:4"
+    assert proxy_for("https://x", None, {}) is None

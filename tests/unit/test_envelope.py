@@ -1,6 +1,6 @@
 """Tests for toolslim.core.envelope: raw bytes in, raw bytes out. Golden bodies, every skip reason,
-parse_catalogue, byte stability, and a hypothesis property that every byte outside the
-catalogue stays. The memo and its hit proof are in test_memo.py."""
+byte stability, and a hypothesis property that every byte outside the catalogue stays. The memo
+and its hit proof are in test_memo.py, parse_catalogue in test_entry.py."""
 
 from __future__ import annotations
 
@@ -8,47 +8,28 @@ import json
 from collections import Counter
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
+from bodies import (
+    CATALOGUE,
+    COMPACTED,
+    STRIP,
+    anthropic,
+    bodies,
+    cold,
+)
 from golden_cases import golden
-from toolslim.core.entry import DuplicateKey, Entry, parse_catalogue
-from toolslim.core.envelope import Compacted, compact
+from toolslim.core.entry import Entry
+from toolslim.core.envelope import compact
 from toolslim.core.memo import Memo
 from toolslim.core.pipeline import Pipeline
 from toolslim.core.schema import ToolSchema
-
-STRIP = (ToolSchema().rewrite,)
-
-
-def cold(body: bytes, rewrites: Any = STRIP, api: str | None = None) -> Compacted:
-    return compact(body, Memo(0), rewrites, api)
 
 
 def reason(body: bytes) -> str | None:
     (run,) = Pipeline(["toolschema"], memo_size=0).run(body).runs
     return run.reason
-
-
-# A catalogue long enough (> 64 bytes) for the memo-hit byte search to index it.
-CATALOGUE = (
-    b'[{"name":"Read","description":"Read a file","input_schema":{"type":"object",'
-    b'"title":"ReadInput","properties":{"file_path":{"type":"string","title":"Path"}},'
-    b'"required":["file_path"]}},{"name":"Bash","input_schema":{"type":"object",'
-    b'"properties":{"command":{"type":"string","examples":["ls"]}}}}]'
-)
-COMPACTED = (
-    b'[{"description":"Read a file","input_schema":{"properties":{"file_path":'
-    b'{"type":"string"}},"required":["file_path"],"type":"object"},"name":"Read"},'
-    b'{"input_schema":{"properties":{"command":{"type":"string"}},"type":"object"},'
-    b'"name":"Bash"}]'
-)
-
-
-def anthropic(messages: bytes = b"[]", tools: bytes = CATALOGUE) -> bytes:
-    return b'{"model":"claude","messages":' + messages + b',"tools":' + tools + b',"stream":true}'
 
 
 # Golden bodies
@@ -223,40 +204,6 @@ def test_an_empty_pipeline_changes_nothing() -> None:
     assert Pipeline([]).run(body).body is body
 
 
-# parse_catalogue
-
-
-def test_parse_catalogue_keeps_number_spelling_as_fragments() -> None:
-    value = parse_catalogue(b"[1.0,1e3,-0,1180591620717411303424,2]")
-    assert [orjson.dumps(v) for v in value] == [
-        b"1.0",
-        b"1e3",
-        b"-0",
-        b"1180591620717411303424",
-        b"2",
-    ]
-
-
-def test_parse_catalogue_takes_the_fast_path_for_exact_bytes() -> None:
-    value = parse_catalogue(b'[{"a":1,"b":[true,null,"x"]}]')
-    assert value == [{"a": 1, "b": [True, None, "x"]}]
-
-
-@pytest.mark.parametrize(
-    "raw",
-    [b'[{"a":1,"a":1}]', b'[{"x":{"k":[],"k":[]}}]', b'[{"a":1,"b":2,"a":3}]'],
-)
-def test_parse_catalogue_refuses_duplicate_keys(raw: bytes) -> None:
-    with pytest.raises(DuplicateKey):
-        parse_catalogue(raw)
-
-
-@pytest.mark.parametrize("raw", [b"[NaN]", b"[Infinity]", b"[-Infinity]"])
-def test_parse_catalogue_refuses_non_json_constants(raw: bytes) -> None:
-    with pytest.raises(ValueError, match="not JSON"):
-        parse_catalogue(raw)
-
-
 def test_codex_additional_tools_are_catalogues_only_where_the_api_allows_them() -> None:
     body = (
         b'{"model":"gpt","input":[{"type":"message"},{"type":"additional_tools","tools":'
@@ -284,90 +231,6 @@ def test_output_is_identical_across_400_calls_with_the_memo_cleared_and_warm() -
 
 
 # Hypothesis: every byte outside the catalogue stays
-
-KEYS = ["model", "messages", "system", "stream", "metadata", "max_tokens", "x", "tool_choice"]
-TRAPS = st.sampled_from(
-    [
-        '"tools": [1]',
-        '{"tools":[]}',
-        '"tools":',
-        "\\",
-        "é",
-        "\u2028",
-        '"}',
-        "tools",
-    ]
-)
-VALUES = st.recursive(
-    st.one_of(
-        st.none(),
-        st.booleans(),
-        st.integers(-(2**70), 2**70),
-        st.floats(allow_nan=False, allow_infinity=False),
-        st.text(max_size=5),
-        TRAPS,
-    ),
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(st.sampled_from([*KEYS, "tools", "input"]), inner, max_size=3),
-    ),
-    max_leaves=8,
-)
-SCHEMA_VALUES = st.recursive(
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "type": st.sampled_from(["string", "object", "integer"]),
-            "title": st.text(max_size=3),
-            "examples": st.lists(VALUES, max_size=2),
-            "description": st.text(max_size=5),
-            "default": VALUES,
-        },
-    ),
-    lambda inner: st.fixed_dictionaries(
-        {"type": st.just("object")},
-        optional={
-            "properties": st.dictionaries(st.sampled_from(["b", "a", "title"]), inner, max_size=3),
-            "readOnly": st.booleans(),
-        },
-    ),
-    max_leaves=5,
-)
-TOOLS = st.lists(
-    st.fixed_dictionaries(
-        {"name": st.text(min_size=1, max_size=4), "input_schema": SCHEMA_VALUES},
-        optional={"description": st.text(max_size=5)},
-    ),
-    max_size=3,
-)
-
-
-def dumps(value: Any, style: str) -> str:
-    if style == "compact":
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    if style == "ascii":
-        return json.dumps(value)
-    return json.dumps(value, indent=2)
-
-
-@st.composite
-def bodies(draw: st.DrawFn) -> tuple[bytes, int, int, list[Any]]:
-    """A body with the catalogue at a random member position: (body, start, end, tools)."""
-    members = draw(st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=4))
-    tools = draw(TOOLS)
-    if draw(st.booleans()):  # the same catalogue nested in the conversation, to tempt the memo
-        members["messages"] = [{"type": "tool_use", "input": {"tools": tools}}]
-    position = draw(st.integers(0, len(members)))
-    style = draw(st.sampled_from(["compact", "ascii", "pretty"]))
-    space = draw(st.sampled_from(["", " ", "\n  "]))
-    parts = [f"{json.dumps(k)}:{space}{dumps(v, style)}" for k, v in members.items()]
-    head = "{" + space + f",{space}".join(parts[:position])
-    head += f",{space}" if position else ""
-    head += f'"tools":{space}'
-    catalogue = dumps(tools, style)
-    tail = "".join(f",{space}{p}" for p in parts[position:]) + space + "}"
-    start = len(head.encode())
-    return (head + catalogue + tail).encode(), start, start + len(catalogue.encode()), tools
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

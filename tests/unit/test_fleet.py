@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from test_stats import FakeClock
+from fakes import FakeClock
 from toolslim.core.pipeline import ComponentRun, RunReport, skipped_report
 from toolslim.observe.drift import Change, Kind
 from toolslim.observe.fleet import (

@@ -9,7 +9,7 @@ import logging
 import orjson
 import pytest
 
-from test_stats import FakeClock
+from fakes import FakeClock
 from toolslim.core.facts import CatalogueFacts
 from toolslim.core.lint import lint
 from toolslim.observe.fleet import merge, state_of

@@ -8,7 +8,7 @@ import typing
 import orjson
 import pytest
 
-from test_sse import BODIES, STREAMS
+from streams import BODIES, STREAMS
 from toolslim.core.catalog import Api
 from toolslim.wire.sse import SSEDecoder
 from toolslim.wire.usage import API_NAMES, Usage, UsageReader, read_event

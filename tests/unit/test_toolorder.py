@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from golden_cases import golden
-from proxy_harness import FakeUpstream, Proxy, dumps, stats_of, tools_span, total_is
 from toolslim.config.settings import ConfigError, load_settings
 from toolslim.core.components.toolorder import REORDERED, make, order_catalogue, reorder_raw
 from toolslim.core.facts import layout
@@ -169,52 +164,3 @@ def test_the_same_tools_in_any_order_give_the_upstream_the_same_bytes(style: str
     bodies = [body_with(order, style) for order in (CODEX, list(reversed(CODEX)))]
     sent = {pipeline.run(body, "openai-responses").body for body in bodies}
     assert len(sent) == 1
-
-
-def test_the_output_is_byte_stable_across_processes() -> None:
-    catalogue = [{"name": n, "input_schema": {"type": "object", "title": n}} for n in "qwertyé"]
-    body = body_with(catalogue, "spaced")
-    code = (
-        "import sys; from toolslim.core.pipeline import Pipeline\n"
-        "body = sys.stdin.buffer.read()\n"
-        "sys.stdout.buffer.write(Pipeline(['toolorder', 'toolschema']).run(body).body)"
-    )
-    outputs = set()
-    for seed in ("0", "1", "12345"):
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        done = subprocess.run(
-            [sys.executable, "-c", code], input=body, capture_output=True, check=True, env=env
-        )
-        outputs.add(done.stdout)
-    assert outputs == {Pipeline(["toolorder", "toolschema"]).run(body).body}
-
-
-# --- through the proxy -------------------------------------------------------------------------
-
-
-async def test_an_order_only_change_at_the_client_is_no_change_at_the_upstream(
-    upstream: FakeUpstream, proxy: Proxy, client: aiohttp.ClientSession
-) -> None:
-    server = await proxy(pipeline=("toolorder", "toolschema"))
-    tools = [
-        {"name": name, "description": f"{name}.", "input_schema": {"type": "object"}}
-        for name in ("Read", "Bash", "mcp__git__git_log", "Edit")
-    ]
-    orders = [tools, [tools[2], tools[0], tools[3], tools[1]], list(reversed(tools))]
-    for turn, catalogue in enumerate(orders):
-        body = dumps({"model": "claude-sonnet-4-5", "tools": catalogue,
-                      "messages": [{"role": "user", "content": f"turn {turn}"}]})  # fmt: skip
-        given = {"X-Claude-Code-Session-Id": "s", "Content-Type": "application/json"}
-        async with client.post(server.make_url("/v1/messages"), data=body, headers=given) as r:
-            assert r.status == 200
-    snapshot = await stats_of(client, server, total_is(3))
-    catalogues = set()
-    for received in upstream.received:
-        start, end = tools_span(received.body)
-        catalogues.add(received.body[start:end])
-    assert len(catalogues) == 1
-    names = [t["name"] for t in json.loads(catalogues.pop())]
-    assert names == sorted(names)
-    order = snapshot["components"]["toolorder"]
-    assert order["applied"] == 3 and order["removed"][REORDERED] > 0
-    assert snapshot["drift"]["changes"]["order_only"] == 2  # drift sees what the client sent

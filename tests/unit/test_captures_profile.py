@@ -1,16 +1,17 @@
-"""Pin the committed request bodies in captures/ to their generator and to the annotation
-profile of the client each one stands for (captures/README.md says where those come from)."""
+"""The request bodies in captures/ are data, committed as their clients send them; this pins each
+one to the profile of the client it stands for: its shape, its tools and their schemas, the
+annotations it carries, what toolslim removes (captures/README.md says where they come from)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import re
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,6 @@ from toolslim import cli
 from toolslim.core.pipeline import Pipeline, RunReport
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
-GENERATOR = CAPTURES / "make_captures.py"
 CLAUDE_CODE = "claude-code.anthropic.json"
 CLAUDE_CODE_MCP = "claude-code.mcp.anthropic.json"
 CLAUDE_CODE_TOOL_SEARCH = "claude-code.tool-search.anthropic.json"
@@ -102,10 +102,12 @@ def json_schemas(body: Any) -> Iterator[tuple[str, Any]]:
                 yield name, tool[key]
 
 
+@functools.cache
 def strip(name: str) -> RunReport:
     return Pipeline(["toolschema"]).run(data(name))
 
 
+@functools.cache
 def measured(name: str) -> dict[str, Any]:
     """What `toolslim report --json` says about one capture."""
     out = io.StringIO()
@@ -132,44 +134,64 @@ def request_percent(name: str) -> float:
     return 100 * removed_tokens(name) / measured(name)["input_tokens_per_request"]
 
 
-@pytest.fixture(scope="module")
-def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("captures")
-    subprocess.run(
-        [sys.executable, str(GENERATOR), "--out", str(out)],
-        check=True,
-        capture_output=True,
-    )
-    return out
+# --- each file's profile, as data ----------------------------------------------------------
 
 
-# --- the generator -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Profile:
+    """What a capture's client sends: callable tools, tool schemas (freeform and hosted tools
+    have none), the `$schema` each schema declares (None: none), and the annotation keywords
+    toolschema removes, with how many of each."""
+
+    tools: int
+    schemas: int
+    dialects: dict[str | None, int]
+    annotations: dict[str, int] = field(default_factory=dict)
+
+
+PROFILES = {
+    CLAUDE_CODE: Profile(24, 24, {DRAFT_2020_12: 24}, {"$schema": 24}),
+    CLAUDE_CODE_MCP: Profile(
+        230, 230, {DRAFT_2020_12: 27, DRAFT_07: 39, None: 164}, {"$schema": 66, "title": 64}
+    ),
+    CLAUDE_CODE_TOOL_SEARCH: Profile(
+        12, 12, {DRAFT_2020_12: 9, None: 3}, {"$schema": 9, "title": 12}
+    ),
+    FASTMCP: Profile(16, 16, {None: 16}, {"title": 89, "examples": 13, "deprecated": 1}),
+    CHAT: Profile(6, 6, {None: 6}, {"title": 29, "examples": 2, "deprecated": 1}),
+    CODEX: Profile(12, 11, {None: 11}),
+    CODEX_GPT55: Profile(10, 8, {None: 8}),
+    GEMINI: Profile(8, 8, {None: 8}),
+    GEMINI_YOLO: Profile(15, 15, {None: 14, DRAFT_07: 1}, {"$schema": 1}),
+}
+
+
+def test_the_folder_holds_exactly_the_profiled_captures() -> None:
+    assert sorted(path.name for path in CAPTURES.glob("*.json")) == sorted(NAMES)
+    assert sorted(PROFILES) == sorted(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_regenerating_into_a_temp_dir_reproduces_the_committed_file_byte_for_byte(
-    regenerated: Path, name: str
-) -> None:
-    assert (regenerated / name).read_bytes() == data(name)
+def test_each_capture_has_its_clients_number_of_tools_and_schemas(name: str) -> None:
+    body = load(name)
+    assert len(leaves(catalogue(body))) == PROFILES[name].tools
+    assert len(list(json_schemas(body))) == PROFILES[name].schemas
 
 
-def test_the_generator_writes_exactly_the_documented_files(regenerated: Path) -> None:
-    assert sorted(path.name for path in regenerated.iterdir()) == sorted(NAMES)
+@pytest.mark.parametrize("name", NAMES)
+def test_each_capture_s_schemas_declare_the_dialects_its_client_sends(name: str) -> None:
+    dialects = Counter(schema.get("$schema") for _tool, schema in json_schemas(load(name)))
+    assert dialects == PROFILES[name].dialects
 
 
-def test_the_generator_prints_a_summary_line_per_file(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, str(GENERATOR), "--out", str(tmp_path)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    for name in NAMES:
-        line = next(line for line in result.stdout.splitlines() if line.startswith(name + " "))
-        size, tools, tools_bytes = (int(field) for field in line.split()[1:])
-        assert size == (CAPTURES / name).stat().st_size
-        assert tools == len(leaves(catalogue(load(name))))
-        assert 0 < tools_bytes < size
+@pytest.mark.parametrize("name", NAMES)
+def test_each_capture_carries_exactly_its_clients_annotations(name: str) -> None:
+    (run,) = strip(name).runs
+    assert dict(run.removed) == PROFILES[name].annotations
+    assert run.outcome == ("applied" if PROFILES[name].annotations else "skipped")
+
+
+# --- every capture -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -3,18 +3,15 @@ is too heavy for the event loop (it is run again on the worker thread, with the 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import gzip
 import json
 import random
-import threading
 
 import pytest
 
 from proxy_harness import ANTHROPIC, dumps
 from toolslim.core.pipeline import Pipeline
-from toolslim.proxy.offload import Offload
 from toolslim.proxy.transform import ON_LOOP_BYTES, ON_LOOP_CODED, rewrite
 
 LIMIT = 32 * 1024 * 1024
@@ -73,26 +70,3 @@ def test_a_body_over_max_catalogue_bytes_is_forwarded_as_sent_skipped_too_large(
     report, pieces, decoded = done
     assert pieces == (body,) and not decoded
     assert [(run.outcome, run.reason) for run in report.runs] == [("skipped", "too_large")]
-
-
-async def test_the_worker_thread_runs_jobs_off_the_loop_and_takes_no_more_than_its_bound() -> None:
-    offload = Offload(Pipeline(["toolschema"]), max_jobs=1)
-    try:
-        release = threading.Event()
-        where: list[str] = []
-
-        def job() -> str:
-            where.append(threading.current_thread().name)
-            release.wait(5)
-            return "done"
-
-        first = asyncio.ensure_future(offload.run(job))
-        await asyncio.sleep(0)
-        assert await offload.run(job) is None  # the one job allowed is running
-        release.set()
-        assert await first == "done"
-        assert where[0].startswith("toolslim-offload")
-        await asyncio.sleep(0.01)
-        assert offload.jobs == 0
-    finally:
-        offload.close()

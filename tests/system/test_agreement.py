@@ -19,15 +19,9 @@ import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
+from browser import assert_page_matches, required_paths, screenshot, wait_for_state
+from exposition import expected_samples
 from proxy_harness import ANTHROPIC, CANONICAL_TOOLS, FakeUpstream, dumps, settings_for
-from test_dashboard import (
-    assert_page_matches,
-    driver,  # noqa: F401  (the module-scoped Chromium fixture)
-    required_paths,
-    screenshot,
-    wait_for_state,
-)
-from test_metrics import expected_samples
 from toolslim.proxy.app import make_app
 
 MAX_BODY = 4096
@@ -42,7 +36,7 @@ class Servers:
         self.proxy_port = 0
         self.runners: list[web.AppRunner] = []
 
-    async def _start(self, app: web.Application) -> int:
+    async def serve(self, app: web.Application) -> int:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -51,9 +45,9 @@ class Servers:
         return int(runner.addresses[0][1])
 
     async def start(self) -> None:
-        upstream_port = await self._start(self.upstream.app())
+        upstream_port = await self.serve(self.upstream.app())
         settings = settings_for(f"http://127.0.0.1:{upstream_port}", max_body_bytes=MAX_BODY)
-        self.proxy_port = await self._start(make_app(settings))
+        self.proxy_port = await self.serve(make_app(settings))
 
     async def stop(self) -> None:
         for runner in reversed(self.runners):
@@ -152,7 +146,7 @@ def test_metrics_equal_stats_field_by_field(servers: Servers, settled: dict[str,
 def test_the_dashboard_shows_exactly_what_stats_says(
     servers: Servers,
     settled: dict[str, Any],
-    driver: Any,  # noqa: F811  (the fixture imported above)
+    driver: Any,
     tmp_path: Path,
 ) -> None:
     driver.get(f"http://127.0.0.1:{servers.proxy_port}/dashboard")
