@@ -6,11 +6,18 @@ catalogues in rotation: Claude Code's smaller tools (from the committed capture)
 tool's description made distinct per catalogue, plus a short transcript, ~45 KB a body. With
 more catalogues than memo entries, every request is a memo miss and an eviction, the most
 memory-churning path. The proxy's VmRSS (/proc/<pid>/status) is sampled at the start, every
-2,000 requests and at the end, with the backlog of catalogue token counts it reports in /stats
+500 requests and at the end, with the backlog of catalogue token counts it reports in /stats
 (`tokens_pending`).
 
 Goal (issue 3): flat (here: at most 10 MB of growth after the first 2,000 requests) and under
 100 MB throughout. Run: `python bench/memory_bench.py [--requests N] [--catalogues N]`.
+
+With `--bytes` (issue 23) it sends instead 5,000 requests, each with a distinct catalogue of
+Claude Code's full size (all its tools, ~63 KB, ~70 KB bodies), to a proxy whose memo may keep
+any number of entries (`memo_size: 1000000`) but only `--memo-bytes` bytes: the byte bound is
+what holds memory. Goal: RSS at every sample at most the RSS at the start plus `memo_bytes`
+plus a fixed overhead (`--overhead`, 48 MB: drift's kept facts, the token-count backlog, the
+allocator's slack), and /stats `memo.bytes` within `memo.max_bytes`.
 """
 
 from __future__ import annotations
@@ -44,16 +51,17 @@ def read_stats(port: int, done: int) -> dict[str, Any]:
         time.sleep(0.1)
 
 
-def make_bodies(count: int) -> list[bytes]:
-    """One body per catalogue: same tools, each description marked with the catalogue's index."""
-    base = [t for t in catalogue() if len(json.dumps(t)) <= TOOL_BYTES_LIMIT]
+def make_bodies(count: int, full: bool = False) -> list[bytes]:
+    """One body per catalogue: same tools, each description marked with the catalogue's index
+    (`full`: all of Claude Code's tools, else the smaller ones)."""
+    base = [t for t in catalogue() if full or len(json.dumps(t)) <= TOOL_BYTES_LIMIT]
     out = []
     for index in range(count):
         tools = copy.deepcopy(base)
         for tool in tools:
             assert isinstance(tool, dict)
             tool["description"] = f"{tool['description']} (workspace profile {index})"
-        body = bodies(tools, 45_000, 1, seed=index)[0]
+        body = bodies(tools, 70_000 if full else 45_000, 1, seed=index)[0]
         if index % 2:  # half of them non-stream; the generator's bodies end "stream":true}
             body = body[: -len(b'"stream":true}')] + b'"stream":false}'
         out.append(body)
@@ -77,9 +85,14 @@ def main() -> None:
     parser.add_argument("--catalogues", type=int, default=1_000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-seconds", type=float, default=540, help="stop sending after")
+    parser.add_argument("--bytes", action="store_true", help="the byte bound (issue 23)")
+    parser.add_argument("--memo-bytes", default="25MiB", help="with --bytes: the memo's bound")
+    parser.add_argument("--overhead", type=float, default=48, help="with --bytes: MB allowed")
     args = parser.parse_args()
+    if args.bytes:
+        args.requests = args.catalogues = 5_000
     began = time.monotonic()
-    items = make_bodies(args.catalogues)
+    items = make_bodies(args.catalogues, full=args.bytes)
     sizes = [len(b) for b in items]
     print(f"# memory_bench {time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} CPUs")
     print(
@@ -93,6 +106,10 @@ def main() -> None:
             upstream, upstream_port = start_upstream(Path(tmp))
             processes.append(upstream)
             flags = ["--pipeline", "toolschema"]
+            if args.bytes:
+                config = Path(tmp) / "toolslim.yaml"
+                config.write_text(f"memo_size: 1000000\nmemo_bytes: {args.memo_bytes}\n")
+                flags += ["--config", str(config)]
             proxy = start_proxy("[toolschema]", Path(tmp), {"anthropic": upstream_port}, flags)
             processes.append(proxy.process)
             pid = proxy.process.pid
@@ -109,7 +126,7 @@ def main() -> None:
 
             url = f"http://127.0.0.1:{proxy.port}/v1/messages"
             deadline = began + args.max_seconds
-            every = (2000, sample)
+            every = (500, sample)
             started = time.monotonic()
             result = asyncio.run(
                 load(url, items, args.requests, args.concurrency, None, deadline, right, every)
@@ -131,16 +148,47 @@ def main() -> None:
         f"{memo['misses']:,} misses; toolschema applied {component['applied']:,}; "
         f"failed responses {failed}"
     )
+    if args.bytes:
+        bytes_goal(samples, memo, failed, args.requests, args.overhead)
+    else:
+        flat_goal(samples, failed, args.requests)
+    print(f"load average at end: {load_average()}")
+    print(f"took {time.monotonic() - began:.0f} s")
+
+
+Sample = tuple[int, float, float, int]  # requests done, seconds, RSS MB, tokens pending
+
+
+def bytes_goal(
+    samples: list[Sample], memo: dict[str, int], failed: int, requests: int, overhead: float
+) -> None:
+    """RSS within the start's plus the memo's byte bound plus a fixed overhead, all along."""
+    start, peak = samples[0][2], max(mb for _, _, mb, _ in samples)
+    bound = start + memo["max_bytes"] / 2**20 + overhead
+    print(
+        f"memo holds {memo['bytes'] / 2**20:.1f} MiB of {memo['max_bytes'] / 2**20:.1f} MiB; "
+        f"RSS at start {start:.1f} MB, peak {peak:.1f} MB, bound {bound:.1f} MB "
+        f"(start + memo_bytes + {overhead:g} MB)"
+    )
+    met = (
+        samples[-1][0] >= requests
+        and failed == 0
+        and peak <= bound
+        and memo["bytes"] <= memo["max_bytes"]
+    )
+    print(f"goal (RSS <= start + memo_bytes + overhead): {'met' if met else 'NOT met'}")
+
+
+def flat_goal(samples: list[Sample], failed: int, requests: int) -> None:
+    """At most 10 MB of growth after the first 2,000 requests, and under 100 MB."""
     settled = [mb for done, _, mb, _ in samples if done >= 2000]
     growth = max(settled) - settled[0] if settled else float("nan")
     peak = max(mb for _, _, mb, _ in samples)
-    met = samples[-1][0] >= args.requests and failed == 0 and peak < 100 and growth <= 10
+    met = samples[-1][0] >= requests and failed == 0 and peak < 100 and growth <= 10
     print(
         f"peak {peak:.1f} MB, growth after 2,000 requests {growth:+.1f} MB; "
         f"goal (flat: <= 10 MB growth, < 100 MB): {'met' if met else 'NOT met'}"
     )
-    print(f"load average at end: {load_average()}")
-    print(f"took {time.monotonic() - began:.0f} s")
 
 
 if __name__ == "__main__":

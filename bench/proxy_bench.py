@@ -1,17 +1,19 @@
-"""What the proxy costs a request: direct vs `toolslim` `pipeline: []` vs `[toolschema]`.
+"""What the proxy costs a request: direct vs a naive aiohttp proxy vs `toolslim` `pipeline: []`
+vs `[toolschema]`.
 
-Starts bench/fake_upstream.py and two `python -m toolslim serve` processes (`--pipeline ''` and
-`--pipeline toolschema`), then measures, in this one run, for ~80 KB, ~300 KB and ~2 MB bodies,
-non-stream and stream, and for each target: latency p50/p99 at concurrency 1, throughput at
-concurrency 32 (wrk, bench/rotate.lua) and the proxy process's CPU time per request (utime +
-stime from /proc/<pid>/stat over the run and the drain after it, divided by the requests the
-upstream received). The bodies rotate, one per request in turn: one catalogue (Claude Code's,
-from the committed capture) and 16 different transcripts per size, so a cache of whole bodies
-cannot help. Each target gets 1 s of unrecorded load per body set first; then targets are
-interleaved within each repetition, and medians are taken over repetitions.
+Starts bench/fake_upstream.py, bench/naive_proxy.py and two `python -m toolslim serve` processes
+(`--pipeline ''` and `--pipeline toolschema`), then measures, in this one run, for ~80 KB, ~300
+KB and ~2 MB bodies, non-stream and stream, and for each target: latency p50/p99 at concurrency
+1, throughput at concurrency 32 (wrk, bench/rotate.lua) and the proxy process's CPU time per
+request (utime + stime from /proc/<pid>/stat over the run and the drain after it, divided by the
+requests the upstream received). The bodies rotate, one per request in turn: one catalogue
+(Claude Code's, from the committed capture) and 16 different transcripts per size, so a cache of
+whole bodies cannot help. Each target gets 1 s of unrecorded load per body set first; then
+targets are interleaved within each repetition, and medians are taken over repetitions.
 
-Goals (issue 3), as ratios of `[toolschema]` to `[]` within a repetition: p50 latency <= 1.10x,
-throughput >= 0.90x, CPU per request <= 1.15x.
+Goals (issues 3 and 23), as ratios within a repetition: `[toolschema]` to `[]`, p50 latency <=
+1.10x, throughput >= 0.90x, CPU per request <= 1.15x at every size; `[]` to the naive proxy,
+throughput >= 0.90x and CPU per request <= 1.10x at 80 KB.
 
 Needs wrk (`apt-get install -y wrk`). Run: `python bench/proxy_bench.py [--quick]`.
 
@@ -28,6 +30,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -41,6 +44,7 @@ from common import (
     busy_ticks,
     children_cpu,
     cpu_ticks,
+    free_port,
     median,
     pinned,
     request,
@@ -53,17 +57,19 @@ from common import (
     tree_ticks,
     upstream_stats,
     wait_idle,
+    wait_until,
 )
 from compact_bench import SIZES, bodies, catalogue
 from toolslim.core.pipeline import Pipeline
 
 HERE = Path(__file__).resolve().parent
 ROTATE = HERE / "rotate.lua"
-TARGETS = ("direct", "[]", "[toolschema]")
+TARGETS = ("direct", "naive", "[]", "[toolschema]")
 PIPELINES = {"[]": "", "[toolschema]": "toolschema"}
 MODES = ("nonstream", "stream")
 EVENTS = 5  # content_block_delta events per stream answer
 GOALS = {"p50": 1.10, "rps": 0.90, "cpu": 1.15}
+NAIVE_GOALS = {"rps": 0.90, "cpu": 1.10}  # `[]` against the naive proxy, at 80 KB
 
 
 def verify(
@@ -84,6 +90,25 @@ def verify(
     if received != items[0]:
         raise SystemExit(f"{name} {mode}: upstream did not get the body byte-identical")
     return "byte-identical"
+
+
+def start_naive(upstream: int, cpu: int | None, folder: Path) -> Proxy:
+    """bench/naive_proxy.py on a free port, once it answers."""
+    port = free_port()
+    command = [sys.executable, str(HERE / "naive_proxy.py"), "--port", str(port)]
+    command += ["--upstream", f"http://127.0.0.1:{upstream}"]
+    log = folder / "proxy-naive.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen([*pinned(cpu), *command], stdout=subprocess.DEVNULL, stderr=sink)
+    proxy = Proxy("naive", port, process, log)
+
+    def up() -> bool:
+        if process.poll() is not None:
+            raise SystemExit(f"naive proxy exited: {log.read_text()[-2000:]}")
+        return request(port, "/healthz")[0] in (200, 404)
+
+    wait_until(up, f"the naive proxy on port {port}")
+    return proxy
 
 
 @dataclass
@@ -169,6 +194,11 @@ def main() -> None:
     parser.add_argument("--pin", choices=["auto", "none"], default="auto")
     parser.add_argument("--max-seconds", type=float, default=540, help="start no run after")
     parser.add_argument("--json", type=Path, help="also write every run here")
+    parser.add_argument(
+        "--session-header",
+        action="store_true",
+        help="send X-Claude-Code-Session-Id, as Claude Code does (drift reads it, not the body)",
+    )
     parser.add_argument("--workers", help="e.g. 1,2: compare worker counts (and --loops)")
     parser.add_argument("--loops", help="with --workers: event loops (asyncio,uvloop)")
     args = parser.parse_args()
@@ -177,6 +207,8 @@ def main() -> None:
         return
     if args.quick:
         args.reps, args.duration, args.max_seconds = 1, 1, 100
+    # wrk's requests (rotate.lua) carry Claude Code's session header when this is set.
+    os.environ["BENCH_SESSION"] = "bench-session" if args.session_header else ""
     if shutil.which("wrk") is None:
         raise SystemExit("needs wrk: apt-get install -y wrk")
     sizes = [s for s in args.sizes.split(",") if s]
@@ -222,7 +254,8 @@ def main() -> None:
         try:
             upstream, upstream_port = start_upstream(folder, cpu=load_cpu, events=EVENTS)
             processes.append(upstream)
-            proxies: dict[str, Proxy] = {}
+            proxies: dict[str, Proxy] = {"naive": start_naive(upstream_port, proxy_cpu, folder)}
+            processes.append(proxies["naive"].process)
             for name in PIPELINES:
                 flags = ["--pipeline", PIPELINES[name], "--log-level", args.log_level]
                 upstreams = {"anthropic": upstream_port}
@@ -240,7 +273,8 @@ def main() -> None:
                     for target in TARGETS:  # not measured: heaps grown, pools filled
                         warm(ports[target], lists[size, mode], load_cpu, folder)
                     for rep in range(args.reps):
-                        order = TARGETS[rep % 3 :] + TARGETS[: rep % 3]
+                        turn = rep % len(TARGETS)
+                        order = TARGETS[turn:] + TARGETS[:turn]
                         for target in order:
                             for conc in (1, 32):
                                 if time.monotonic() - began > args.max_seconds:
@@ -296,6 +330,7 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
     print(f"{'':>5} {'':>9} {'':>12} {'c=1':>7} {'c=1':>7} {'c=32':>7} {'c=1':>10}")
     verdicts: list[bool] = []
     ratio_rows = []
+    naive_rows = []
     for size in sizes:
         for mode in modes:
             for target in TARGETS:
@@ -316,6 +351,7 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
                 )
             ratios: dict[str, list[float]] = {"p50": [], "rps": [], "cpu": [], "base": []}
             added: dict[str, list[float]] = {"[]": [], "[toolschema]": []}
+            naive: dict[str, list[float]] = {"rps": [], "cpu": [], "p50": []}
             for rep in range(reps):
                 one = {t: pick(t, size, mode, 1, rep) for t in TARGETS}
                 many = {t: pick(t, size, mode, 32, rep) for t in TARGETS}
@@ -328,6 +364,10 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
                 ratios["rps"].append(slim[1].rps / empty[1].rps)
                 ratios["cpu"].append((slim[1].cpu_ms or 0) / (empty[1].cpu_ms or 1))
                 ratios["base"].append(empty[1].rps / direct[1].rps)
+                plain = (one["naive"][0], many["naive"][0])
+                naive["rps"].append(empty[1].rps / plain[1].rps)
+                naive["cpu"].append((empty[1].cpu_ms or 0) / (plain[1].cpu_ms or 1))
+                naive["p50"].append(empty[0].p50_ms / plain[0].p50_ms)
                 added["[]"].append(empty[0].p50_ms - direct[0].p50_ms)
                 added["[toolschema]"].append(slim[0].p50_ms - direct[0].p50_ms)
             if ratios["p50"]:
@@ -338,6 +378,16 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
                     f"{size:>5} {mode:>9} {p50:>9.3f} {rps:>9.3f} {cpu:>9.3f} "
                     f"{median(added['[]']):>+9.2f} {median(added['[toolschema]']):>+9.2f} "
                     f"{median(ratios['base']):>9.3f}  {'met' if met else 'NOT met'}"
+                )
+                rps, cpu = median(naive["rps"]), median(naive["cpu"])
+                goal = "-"
+                if size == "80KB":
+                    met = rps >= NAIVE_GOALS["rps"] and cpu <= NAIVE_GOALS["cpu"]
+                    verdicts.append(met)
+                    goal = "met" if met else "NOT met"
+                naive_rows.append(
+                    f"{size:>5} {mode:>9} {median(naive['p50']):>9.3f} {rps:>9.3f} {cpu:>9.3f}"
+                    f"  {goal}"
                 )
     print()
     print("[toolschema] vs [] (median over reps of the per-rep ratio); p50 added over direct")
@@ -351,8 +401,15 @@ def report(cells: list[Cell], sizes: list[str], modes: list[str], reps: int) -> 
     )
     for row in ratio_rows:
         print(row)
+    print()
+    print("[] vs the naive aiohttp proxy (median over reps of the per-rep ratio)")
+    print(f"{'body':>5} {'mode':>9} {'p50 x':>9} {'req/s x':>9} {'cpu x':>9}  goals (80KB)")
+    print(f"{'':>5} {'':>9} {'':>9} {'>=0.90':>9} {'<=1.10':>9}")
+    for row in naive_rows:
+        print(row)
     print(
-        "goals ([toolschema] vs []: p50 <= 1.10x, req/s >= 0.90x, CPU/req <= 1.15x):",
+        "goals ([toolschema] vs []: p50 <= 1.10x, req/s >= 0.90x, CPU/req <= 1.15x; "
+        "[] vs naive at 80KB: req/s >= 0.90x, CPU/req <= 1.10x):",
         "all met" if verdicts and all(verdicts) else "NOT all met",
     )
     print("cpu ms/req: proxy process CPU per request received upstream (c=32 column for the")

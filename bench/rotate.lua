@@ -12,6 +12,11 @@ function init(args)
     ["anthropic-version"] = "2023-06-01",
     ["User-Agent"] = "toolslim-bench-wrk/1",
   }
+  -- Claude Code names its session in a header (proxy_bench.py --session-header)
+  local session = os.getenv("BENCH_SESSION")
+  if session and #session > 0 then
+    headers["X-Claude-Code-Session-Id"] = session
+  end
   for path in list:lines() do
     if #path > 0 then
       local f = assert(io.open(path, "rb"), "cannot open " .. path)

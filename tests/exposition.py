@@ -122,6 +122,8 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
     put("memo.misses", one("toolslim_memo_misses_total"), memo["misses"])
     put("memo.size", one("toolslim_memo_entries"), memo["size"])
     put("memo.capacity", one("toolslim_memo_capacity_entries"), memo["capacity"])
+    put("memo.bytes", one("toolslim_memo_bytes"), memo["bytes"])
+    put("memo.max_bytes", one("toolslim_memo_capacity_bytes"), memo["max_bytes"])
 
     usage = snap["usage"]
     for kind, value in usage["tokens"].items():

@@ -185,7 +185,12 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
 def _pipeline(settings: Settings) -> Pipeline:
     """The Pipeline the offline commands run: --pipeline, else the configured one."""
     # Settings checked the names and every component's options already.
-    return Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
+    return Pipeline(
+        settings.pipeline,
+        memo_size=settings.memo_size,
+        memo_bytes=settings.memo_bytes,
+        options=settings.components,
+    )
 
 
 def _compact(file: str, settings: Settings, stdin: Any, stdout: Any, stderr: TextIO) -> int:

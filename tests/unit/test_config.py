@@ -440,6 +440,7 @@ CASES: dict[str, Case] = {
     "timeouts.client_body_idle": Case("15", 15.0, "-3"),
     "timeouts.client_keepalive": Case("5", 5.0, "forever"),
     "memo_size": Case("0", 0, "-5"),
+    "memo_bytes": Case("8MiB", 8 * 1024 * 1024, "lots"),
     "pool_size": Case("8", 8, "0"),
     "max_body_bytes": Case("1KiB", 1024, "32 MB"),
     "max_catalogue_bytes": Case("2MiB", 2 * 1024 * 1024, "huge"),

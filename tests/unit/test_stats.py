@@ -281,7 +281,14 @@ def test_request_counters_memo_and_gauges_of_the_mixed_batch() -> None:
     assert (req["active_streams"], req["client_disconnects"]) == (1, 1)
     assert req["bytes_received"] == 700_000
     assert req["bytes_forwarded"] == 700_000 - 5 * (65_536 - 48_012)
-    assert snap["memo"] == {"hits": 4, "misses": 1, "size": 3, "capacity": 256}
+    assert snap["memo"] == {
+        "hits": 4,
+        "misses": 1,
+        "size": 3,
+        "capacity": 256,
+        "bytes": 0,
+        "max_bytes": 0,
+    }
     # warm = the upstream read from its cache; the 429 had no usage, so it is neither
     assert (snap["cache"]["cold_requests"], snap["cache"]["warm_requests"]) == (1, 3)
     assert snap["usage"]["usage_unavailable"] == 5

@@ -40,7 +40,7 @@ from toolslim.config.checks import (
     upstream_proxy,
     workers,
 )
-from toolslim.core.pipeline import MEMO_SIZE
+from toolslim.core.pipeline import MEMO_BYTES, MEMO_SIZE
 
 READ_MULTIPLIER: Final = 0.1  # cache read, x base input price
 WRITE_MULTIPLIER: Final = 1.25  # 5-minute cache write, x base input price
@@ -301,6 +301,21 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "entry holds a catalogue as sent, rewritten, and rewritten with the body's short rest "
         "for each of up to four sessions that share it (~190 KB for one session on Claude "
         "Code's 65 KB catalogue, ~380 KB for four). Raise it for a proxy many teams share.",
+    ),
+    Option(
+        name="memo_bytes",
+        yaml="memo_bytes",
+        env=None,
+        flag=None,
+        type="size",
+        default=f"{MEMO_BYTES // 2**20}MiB",
+        check=size,
+        doc="Most bytes the memo holds, counted per entry as its catalogue, its rewrite and "
+        "up to four copies joined to a body's short rest (~400 KB for Claude Code's 65 KB "
+        "catalogue): the least recently used entries go first, whichever of `memo_size` and "
+        "this bound is reached. The worker thread that takes bodies over 1 MiB keeps a memo "
+        "of its own with the same bounds; drift keeps the facts of previous catalogues "
+        "within a quarter of it.",
     ),
     Option(
         name="pool_size",

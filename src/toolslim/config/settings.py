@@ -83,6 +83,7 @@ class Settings:
     )
     timeouts: Timeouts = field(default_factory=Timeouts)
     memo_size: int = DEFAULTS["memo_size"]
+    memo_bytes: int = DEFAULTS["memo_bytes"]
     pool_size: int = DEFAULTS["pool_size"]
     max_body_bytes: int = DEFAULTS["max_body_bytes"]
     max_catalogue_bytes: int = DEFAULTS["max_catalogue_bytes"]

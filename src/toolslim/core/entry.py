@@ -24,7 +24,7 @@ from toolslim.core.catalog import (
     serialize,
 )
 from toolslim.core.components.toolorder import ToolOrder, reorder_raw
-from toolslim.core.memo import keep, to_front
+from toolslim.core.memo import RESTS, SHORT_TAIL, keep, to_front
 from toolslim.core.schema import JSON, TooDeep, is_too_deep
 
 Outcome = Literal["applied", "skipped", "error"]
@@ -107,6 +107,10 @@ class StageTokens:
         return self._tokens
 
 
+# What an entry holds beyond its bytes: its runs, errors, stages and the objects around them.
+_OBJECTS = 4096
+
+
 class Entry:
     """A memoized rewrite of one exact catalogue: the same input bytes give the same output."""
 
@@ -124,6 +128,15 @@ class Entry:
         self.errors = errors  # (component index, "ExcType: message")
         self.stages = StageTokens(raw, rewrites)
         self._with_tail: list[tuple[bytes, bytes]] = []  # (rest, output + rest)
+
+    def held_bytes(self) -> int:
+        """The most bytes this entry holds while memoized (what the memo's byte bound counts):
+        the catalogue, its output and up to RESTS copies of the output joined to a short rest
+        (`output_with_tail`), a share for the facts derived from it, the objects around them."""
+        if self.output is None:
+            return len(self.raw) * 9 // 8 + _OBJECTS
+        output = len(self.output) + SHORT_TAIL
+        return len(self.raw) * 9 // 8 + len(self.output) + RESTS * (output + SHORT_TAIL) + _OBJECTS
 
     def output_with_tail(self, body: bytes, start: int) -> bytes:
         """The output followed by body[start:], the short rest of the body, built once per

@@ -3,10 +3,11 @@ through the catalogue components (memoized by SHA-256 of its exact bytes) and sp
 leaving every other byte of the body untouched. Never raises; says why when it skips.
 
 The catalogue is the value of the body's last top-level member spelled `"tools"` (what
-last-wins JSON readers use), plus, in OpenAI Responses bodies, the `tools` of each
-`{"type": "additional_tools"}` item of `input` (Codex CLI). The full parse here finds them
-and is the reference: the memo-hit proof (memo.py) finds a memoized one without reading it
-again, and gives the same output for every body, JSON or not.
+last-wins JSON readers use), as `scanner.catalogue_member` finds it without parsing the body;
+plus, in OpenAI Responses bodies, the `tools` of each `{"type": "additional_tools"}` item of
+`input` (Codex CLI), which a full parse of the body finds. The locate here is the reference:
+the memo hit (memo.py) finds a memoized catalogue by its bytes by the same rule, and gives
+the same output for every body, JSON or not.
 
 Must not import aiohttp or prometheus_client.
 """
@@ -14,7 +15,6 @@ Must not import aiohttp or prometheus_client.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,16 +27,22 @@ from toolslim.core.entry import (
     Step,
     rewrite,
 )
-from toolslim.core.memo import SHORT_TAIL, Memo, memo_hit, skip_ws, value_after_key
+from toolslim.core.memo import SHORT_TAIL, Memo, memo_hit
+from toolslim.core.scanner import (
+    WS,
+    catalogue_member,
+    names_additional_tools,
+    skip_value,
+    skip_ws,
+    value_after_key,
+)
 from toolslim.core.schema import JSON, is_too_deep
 
-_WS = b" \t\r\n"
 # APIs whose bodies cannot carry Codex's additional_tools items (they have no `input` list).
 _NO_ADDITIONAL_TOOLS = frozenset({"anthropic", "openai-chat", "gemini"})
-# A string token (escapes included) and the next structural byte, for skipping values.
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_STRUCTURAL = re.compile(rb'["\[\]{}]')
-_SCALAR = re.compile(rb"[^\s,\]}]+")
+# Why a catalogue's entry skipped it as a whole that is said of the body: a body whose
+# catalogue is not JSON is not JSON.
+_WHOLE: dict[str | None, SkipReason] = {"not_json": "not_json", "too_deep": "too_deep"}
 
 
 Piece = bytes | memoryview
@@ -81,11 +87,11 @@ def compact(
     says where Codex's additional_tools items can be; the result is otherwise the same.
     """
     try:
-        nested = api not in _NO_ADDITIONAL_TOOLS
-        hit = memo_hit(body, memo, nested)
+        nested = api not in _NO_ADDITIONAL_TOOLS and names_additional_tools(body)
+        hit = None if nested else memo_hit(body, memo, False)
         if hit is not None:
             at, memoized = hit
-            return Compacted(_splice(body, ((at, memoized, True),)), ((memoized, True),))
+            return _compacted(body, [(at, memoized, True)])
         located = _locate(body, nested)
         if isinstance(located, str):
             return Compacted((body,), reason=located)
@@ -101,9 +107,19 @@ def compact(
             found.append((start, entry, was_hit))
         if len(found) > 1:
             found.sort(key=_start)  # body order: additional_tools items may precede `tools`
-        return Compacted(_splice(body, found), tuple([(e, was_hit) for _, e, was_hit in found]))
+        return _compacted(body, found)
     except Exception as exc:  # fail open: the body goes on exactly as it came
         return Compacted((body,), error=type(exc).__name__)
+
+
+def _compacted(body: bytes, found: list[_Found]) -> Compacted:
+    """The result for the catalogues found (by either way in: the same for the same body)."""
+    if len(found) == 1:
+        entry = found[0][1]
+        whole = _WHOLE.get(entry.runs[0].reason) if entry.output is None and entry.runs else None
+        if whole is not None:
+            return Compacted((body,), reason=whole)
+    return Compacted(_splice(body, found), tuple([(e, was_hit) for _, e, was_hit in found]))
 
 
 def _splice(body: bytes, found: Sequence[_Found]) -> tuple[Piece, ...]:
@@ -138,7 +154,32 @@ _Span = tuple[int, int, JSON]  # start, end, and the parsed value when it is pro
 
 
 def _locate(body: bytes, nested: bool) -> list[_Span] | SkipReason:
-    """Byte spans of every catalogue in the body, or the reason there are none to rewrite."""
+    """Byte spans of every catalogue in the body, or the reason there are none to rewrite:
+    `catalogue_member`'s, unless the body may hold additional_tools items (`nested`)."""
+    if nested:
+        return _parsed_spans(body)
+    member = catalogue_member(body)
+    if member is None:
+        return _reason(body)
+    _, start, end = member
+    if body[start : start + 1] != b"[":
+        return "unsupported_shape"
+    return [(start, end, None)]
+
+
+def _reason(body: bytes) -> SkipReason:
+    """Why a body in which `catalogue_member` found nothing has no catalogue to rewrite."""
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        return "too_deep" if is_too_deep(exc) else "not_json"
+    if not isinstance(document, dict) or "tools" in document:
+        return "unsupported_shape"  # not an object, or a tools member the rule cannot take
+    return "no_tools"
+
+
+def _parsed_spans(body: bytes) -> list[_Span] | SkipReason:
+    """`_locate` by a full parse, for bodies that may hold additional_tools items."""
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -152,7 +193,7 @@ def _locate(body: bytes, nested: bool) -> list[_Span] | SkipReason:
             return span
         spans.append(span)
     items = document.get("input")
-    if nested and isinstance(items, list) and any(is_additional_tools(i) for i in items):
+    if isinstance(items, list) and any(is_additional_tools(i) for i in items):
         found = _additional_tools_spans(body, items)
         if isinstance(found, str):
             return found
@@ -186,7 +227,7 @@ def _top_level_span(body: bytes, key: str, value: JSON) -> _Span | SkipReason:
             value_end = value_start + len(compact_value)
         else:
             try:
-                value_end = _skip_value(body, value_start)
+                value_end = skip_value(body, value_start)
             except ValueError:
                 continue
         if _top_level_member(body, key_start, value_end, key) is not None:
@@ -214,15 +255,15 @@ def _top_level_member(body: bytes, key_start: int, value_end: int, name: str) ->
     parsed). Only the shorter side is parsed (and copied): the body is known to be JSON."""
     try:
         if key_start <= len(body) - value_end:
-            head = body[:key_start].strip(_WS)
+            head = body[:key_start].strip(WS)
             if head == b"{":
                 return False
             if head.endswith(b",") and isinstance(orjson.loads(head[:-1] + b"}"), dict):
                 return False
             return None
-        tail = body[value_end:].lstrip(_WS)
+        tail = body[value_end:].lstrip(WS)
         if tail.startswith(b"}"):
-            return False if tail[1:].strip(_WS) == b"" else None
+            return False if tail[1:].strip(WS) == b"" else None
         if tail.startswith(b","):
             rest = orjson.loads(b"{" + tail[1:])
             if isinstance(rest, dict):
@@ -240,7 +281,7 @@ def _additional_tools_spans(body: bytes, items: list[JSON]) -> list[_Span] | Ski
     spans = []
     at = skip_ws(body, span[0] + 1)  # inside the `[`
     for item in items:
-        end = _skip_value(body, at)
+        end = skip_value(body, at)
         if is_additional_tools(item):
             member = _member_span(body, at, "tools")
             if member is None:
@@ -257,45 +298,13 @@ def _member_span(body: bytes, obj_start: int, key: str) -> tuple[int, int] | Non
     at = skip_ws(body, obj_start + 1)
     found = None
     while body[at : at + 1] == b'"':
-        key_end = _skip_value(body, at)
+        key_end = skip_value(body, at)
         name = json.loads(body[at:key_end])
         value_start = skip_ws(body, skip_ws(body, key_end) + 1)
-        value_end = _skip_value(body, value_start)
+        value_end = skip_value(body, value_start)
         if name == key:
             found = (value_start, value_end)
         at = skip_ws(body, value_end)
         if body[at : at + 1] == b",":
             at = skip_ws(body, at + 1)
     return found
-
-
-def _skip_value(body: bytes, at: int) -> int:
-    """The end of the JSON value starting at `at` (the body is known to be valid JSON)."""
-    first = body[at : at + 1]
-    if first == b'"':
-        match = _STRING.match(body, at)
-        if match is None:
-            raise ValueError("unterminated string")
-        return match.end()
-    if first not in (b"[", b"{"):
-        match = _SCALAR.match(body, at)
-        if match is None:
-            raise ValueError("not a JSON value")
-        return match.end()
-    depth = 0
-    while True:
-        match = _STRUCTURAL.search(body, at)
-        if match is None:
-            raise ValueError("unbalanced value")
-        at = match.start()
-        char = body[at]
-        if char == 0x22:  # '"'
-            string = _STRING.match(body, at)
-            if string is None:
-                raise ValueError("unterminated string")
-            at = string.end()
-            continue
-        depth += 1 if char in (0x5B, 0x7B) else -1
-        at += 1
-        if depth == 0:
-            return at

@@ -1,11 +1,12 @@
-"""PURE. The memo of catalogue rewrites, and the memo-hit proof that finds a memoized catalogue
-in a body by its bytes, without parsing the catalogue, hashing it or walking it again.
+"""PURE. The memo of catalogue rewrites, bounded in entries and in bytes, and the memo hit that
+finds a memoized catalogue in a body by comparing bytes, without parsing the body or the
+catalogue, hashing it or walking it again.
 
-The reference the proof must agree with is the full parse (`envelope.compact` with an empty
-memo): parse the body (not JSON: forward it as it came), take its last top-level `tools`
-member, look its bytes up by SHA-256. `memo_hit` answers the same catalogue at the same place,
-or None to hand over to the full parse; tests/test_memo.py holds the two together, on valid
-bodies and broken ones. Must not import aiohttp or prometheus_client.
+The reference the hit must agree with is the full locate (`envelope.compact` with an empty
+memo): `scanner.catalogue_member` finds the catalogue, its bytes are looked up by SHA-256.
+`memo_hit` answers the same catalogue at the same place, or None to hand over to the full
+locate; tests/unit/test_memo.py and test_scanner.py hold the two together, on valid bodies
+and broken ones. Must not import aiohttp or prometheus_client.
 """
 
 from __future__ import annotations
@@ -15,14 +16,19 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-import orjson
+from toolslim.core.scanner import (
+    CANDIDATES,
+    TOOLS_KEY,
+    budget,
+    closes_body,
+    names_additional_tools,
+    skip_ws_back,
+    tokens_after,
+    value_after_key,
+)
 
-_WS = b" \t\r\n"
-_BACKSLASH, _COLON, _COMMA, _OPEN = b"\\:,{"
-_TOOLS_KEY = b'"tools"'
-_ADDITIONAL_TOOLS = b'"additional_tools"'
+_COLON = ord(":")
 _PREFIX = 64  # bytes of a catalogue that index it for the memo-hit byte comparison
-_MAX_CANDIDATES = 64  # `"tools":` keys the hit path looks at before it hands over
 _TAIL_WINDOW = 64 * 1024  # bytes after a catalogue the reverse search looks through
 # Bytes after the last catalogue that are sent joined to its output (entry.Entry), and
 # that the memo keeps as a rest a catalogue was found before (see _same_place).
@@ -31,13 +37,19 @@ SHORT_TAIL = 1024
 # bodies differently (Claude Code's metadata.user_id): with one kept, two sessions taking
 # turns would each push out the other's and miss the fast path on every turn.
 RESTS = 4
+# What the memo itself holds per entry beyond the entry's own bytes: its rests and key bytes
+# (RESTS of them), the index by prefix, the objects around them.
+_KEPT_BYTES = RESTS * (SHORT_TAIL + 128) + 1024
 
 
 class Memoized(Protocol):
-    """What the memo reads of what it keeps: the catalogue's exact bytes."""
+    """What the memo reads of what it keeps: the catalogue's exact bytes, and the most bytes
+    the entry holds while kept (what the memo's byte bound counts)."""
 
     @property
     def raw(self) -> bytes: ...
+
+    def held_bytes(self) -> int: ...
 
 
 E = TypeVar("E", bound=Memoized)
@@ -62,29 +74,38 @@ def to_front(kept: list[T], index: int) -> None:
 class _Kept(Generic[E, N]):
     """One memoized entry, what the memo-hit proof learnt about it, and its owner's note."""
 
-    __slots__ = ("entry", "layouts", "note", "raw", "suffix")
+    __slots__ = ("cost", "entry", "layouts", "note", "raw", "suffix", "token_bytes", "tokens")
 
     def __init__(self, entry: E) -> None:
         self.entry = entry
         self.note: N | None = None
         self.raw = entry.raw
         self.suffix = self.raw[-_PREFIX:]
+        self.cost = entry.held_bytes() + _KEPT_BYTES
+        # `"tools"` tokens inside the catalogue and the bytes from each to its end, summed:
+        # what the rule's bounds count of them (`_proven`).
+        self.tokens, self.token_bytes = tokens_after(self.raw, 0)
         # (The key bytes before the catalogue, the short rest after it) of the last bodies it
         # was proven in, most recent first (see _same_place).
         self.layouts: list[tuple[bytes, bytes]] = []
 
 
 class Memo(Generic[E, N]):
-    """Bounded LRU of catalogue rewrites keyed by SHA-256 of the exact incoming bytes.
+    """LRU of catalogue rewrites keyed by SHA-256 of the exact incoming bytes, bounded by
+    `capacity` entries and by `max_bytes` held (each entry's `held_bytes` and what the memo
+    keeps with it): an entry larger than the whole bound is not kept.
 
     A second index by the catalogue's first bytes lets a memo hit be found by one byte
-    comparison inside the body, without hashing the catalogue. Every entry's bytes are a JSON
-    value a full parse read (`memo_hit` relies on it). `N` is what the memo's owner derives
+    comparison inside the body, without hashing the catalogue. Every entry's bytes are one
+    array as `scanner.skip_value` reads it, found by `catalogue_member` (`memo_hit` relies on
+    it: the same bytes anywhere end where they ended). `N` is what the memo's owner derives
     from an entry and keeps with it (see `derived`).
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, max_bytes: int | None = None) -> None:
         self.capacity = max(0, capacity)
+        self.max_bytes = max(0, max_bytes) if max_bytes is not None else None
+        self.bytes = 0  # held by the entries kept, as the bound counts them
         self._entries: OrderedDict[bytes, _Kept[E, N]] = OrderedDict()
         self._by_prefix: dict[bytes, list[bytes]] = {}
         # The entry used last: a session sends the same catalogue on every turn, so the hit
@@ -114,17 +135,31 @@ class Memo(Generic[E, N]):
     def put(self, key: bytes, entry: E) -> None:
         if self.capacity == 0:
             return
-        if key not in self._entries:
+        kept = _Kept[E, N](entry)
+        if self.max_bytes is not None and kept.cost > self.max_bytes:
+            return
+        old = self._entries.get(key)
+        if old is None:
             self._by_prefix.setdefault(entry.raw[:_PREFIX], []).append(key)
-        kept = self._entries[key] = _Kept(entry)
+        else:
+            self.bytes -= old.cost
+        self._entries[key] = kept
+        self.bytes += kept.cost
         self._entries.move_to_end(key)
-        self._recent = kept  # last in the order, so never the one evicted below
-        while len(self._entries) > self.capacity:
-            old_key, old = self._entries.popitem(last=False)
-            keys = self._by_prefix[old.raw[:_PREFIX]]
-            keys.remove(old_key)
-            if not keys:
-                del self._by_prefix[old.raw[:_PREFIX]]
+        self._recent = kept  # last in the order, and within the bounds: never evicted below
+        while len(self._entries) > self.capacity or (
+            self.max_bytes is not None and self.bytes > self.max_bytes
+        ):
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop the least recently used entry."""
+        old_key, old = self._entries.popitem(last=False)
+        self.bytes -= old.cost
+        keys = self._by_prefix[old.raw[:_PREFIX]]
+        keys.remove(old_key)
+        if not keys:
+            del self._by_prefix[old.raw[:_PREFIX]]
 
     def derived(self, entry: E, derive: Callable[[E], N]) -> N:
         """`derive(entry)`, made once and kept with the entry while the memo keeps it, so that
@@ -155,6 +190,7 @@ class Memo(Generic[E, N]):
         return None
 
     def clear(self) -> None:
+        self.bytes = 0
         self._entries.clear()
         self._by_prefix.clear()
         self._recent = None
@@ -166,16 +202,17 @@ _Place = tuple[_Kept[Any, Any], int, int]  # the entry, where its key and its va
 def memo_hit(body: bytes, memo: Memo[E, N], nested: bool) -> tuple[int, E] | None:
     """(Where it starts, the entry) of the body's catalogue as a memo hit, or None.
 
-    The plain version it must agree with is the full parse: `orjson.loads(body)` (not JSON:
-    nothing to do), the value of the last top-level member spelled `"tools"`, looked up by its
-    exact bytes. Here a memoized catalogue is first found by bytes alone (the layout it was
-    last proven in, the most recent catalogue's own bytes, then the `"tools":` keys from the
-    end), and `_proven` then reads every byte of the body but the catalogue's. `nested` says
-    the body may carry Codex's additional_tools items, which only the full parse reads. Any
-    doubt returns None, and the full parse decides.
+    The plain version it must agree with is `scanner.catalogue_member` (the full locate's
+    rule) and a lookup of the member's value by its exact bytes. Here a memoized catalogue is
+    found by bytes alone (the layout it was last proven in, the most recent catalogue's own
+    bytes, then the `"tools":` keys from the end), and `_proven` then checks the rule's
+    conditions that its bytes do not settle: a key token, the body's rest closing it, no more
+    tokens after it than the rule looks at. `nested` says the body may carry Codex's
+    additional_tools items, which only the full parse reads. Any doubt returns None, and the
+    full locate decides.
     """
     recent = memo._recent
-    if recent is None or (nested and _ADDITIONAL_TOOLS in body):
+    if recent is None or (nested and names_additional_tools(body)):
         return None  # an empty memo, or a body the full path must read
     place = _same_place(body, recent)
     known = place is not None
@@ -185,40 +222,29 @@ def memo_hit(body: bytes, memo: Memo[E, N], nested: bool) -> tuple[int, E] | Non
             return None
     kept, key_start, value_start = place
     value_end = value_start + len(kept.raw)
-    if not _proven(body, key_start, value_end):
+    if not _proven(body, kept, key_start, value_start, value_end, known):
         return None
     if not known and len(body) - value_end <= SHORT_TAIL:
         keep(kept.layouts, (body[key_start:value_start], body[value_end:]))
     return value_start, kept.entry
 
 
-def _proven(body: bytes, key_start: int, value_end: int) -> bool:
-    """Whether `body` is JSON (orjson's verdict) whose last top-level member spelled `"tools"`
-    is the one spanning [key_start, value_end), given that its value is JSON.
-
-    The plain version is `orjson.loads(body)` and a search for that member. Here the body is
-    parsed as the two pieces around the member, each closed as an object of its own: the head
-    with `}` for the comma before the key, the tail with `{` for the comma after the value. A
-    prefix of a JSON object closes so only at depth 1, and both pieces parse exactly when the
-    whole body does: every byte but the catalogue's is read.
-    """
-    try:
-        before = _skip_ws_back(body, key_start - 1)
-        if before < 0:
-            return False
-        if body[before] == _COMMA:
-            head = orjson.loads(b"".join((memoryview(body)[:before], b"}")))
-            if not (isinstance(head, dict) and head):  # empty: `{,` is not JSON
-                return False
-        elif body[before] != _OPEN or _skip_ws_back(body, before - 1) != -1:
-            return False
-        after = skip_ws(body, value_end)
-        if body[after : after + 1] == b",":
-            tail = orjson.loads(b"".join((b"{", memoryview(body)[after + 1 :])))
-            return isinstance(tail, dict) and bool(tail) and "tools" not in tail
-        return body[after : after + 1] == b"}" and skip_ws(body, after + 1) == len(body)
-    except orjson.JSONDecodeError:
+def _proven(
+    body: bytes, kept: _Kept[E, N], key_start: int, value_start: int, value_end: int, known: bool
+) -> bool:
+    """Whether the memoized bytes at [value_start, value_end) are what `catalogue_member`
+    finds: its key token, whose value (the memo's bytes: one closed value, as skip_value reads
+    it) the rest closes, among the tokens the rule looks at. A rest the entry was proven with
+    (`known`) closes it again without a parse."""
+    if value_after_key(body, key_start, len(TOOLS_KEY)) != value_start:
         return False
+    tokens, token_bytes = tokens_after(body, value_end)
+    tokens += kept.tokens
+    # A token in the catalogue stands len(body) - value_end bytes further from the end.
+    token_bytes += kept.token_bytes + kept.tokens * (len(body) - value_end)
+    if tokens >= CANDIDATES or token_bytes + len(body) - key_start > budget(len(body)):
+        return False
+    return known or closes_body(body, value_end)
 
 
 def _same_place(body: bytes, kept: _Kept[E, N]) -> _Place | None:
@@ -254,49 +280,24 @@ def _recent_place(body: bytes, kept: _Kept[E, N]) -> _Place | None:
     value_start = end + _PREFIX - len(raw) if end != -1 else body.find(raw[:_PREFIX])
     if value_start < 0 or not body.startswith(raw, value_start):
         return None
-    colon = _skip_ws_back(body, value_start - 1)
+    colon = skip_ws_back(body, value_start - 1)
     if colon < 0 or body[colon] != _COLON:
         return None
-    key_start = _skip_ws_back(body, colon - 1) + 1 - len(_TOOLS_KEY)
-    if key_start < 0 or not body.startswith(_TOOLS_KEY, key_start):
+    key_start = skip_ws_back(body, colon - 1) + 1 - len(TOOLS_KEY)
+    if key_start < 0 or not body.startswith(TOOLS_KEY, key_start):
         return None
     return kept, key_start, value_start
 
 
 def _search(body: bytes, memo: Memo[E, N]) -> _Place | None:
-    """The last `"tools":` key (of the last _MAX_CANDIDATES) whose value is memoized."""
+    """The last `"tools":` key (of the last CANDIDATES tokens) whose value is memoized."""
     end = len(body)
-    for _ in range(_MAX_CANDIDATES):
-        key_start = body.rfind(_TOOLS_KEY, 0, end)
+    for _ in range(CANDIDATES):
+        key_start = body.rfind(TOOLS_KEY, 0, end)
         if key_start == -1:
             return None
         end = key_start
-        value_start = value_after_key(body, key_start, len(_TOOLS_KEY))
+        value_start = value_after_key(body, key_start, len(TOOLS_KEY))
         if value_start is not None and (kept := memo._match_at(body, value_start)) is not None:
             return kept, key_start, value_start
-    return None
-
-
-def skip_ws(body: bytes, at: int) -> int:
-    """The first index at or after `at` that is not JSON whitespace (len(body) if none)."""
-    while at < len(body) and body[at] in _WS:
-        at += 1
-    return at
-
-
-def _skip_ws_back(body: bytes, at: int) -> int:
-    """The last index at or before `at` that is not JSON whitespace (-1 if none)."""
-    while at >= 0 and body[at] in _WS:
-        at -= 1
-    return at
-
-
-def value_after_key(body: bytes, at: int, length: int) -> int | None:
-    """Where the value starts if the string at `at` is followed by a colon, else None."""
-    # In valid JSON a quote after a backslash is escaped or closes a string: never a key.
-    if at > 0 and body[at - 1] == _BACKSLASH:
-        return None
-    colon = skip_ws(body, at + length)
-    if colon < len(body) and body[colon] == _COLON:
-        return skip_ws(body, colon + 1)
     return None

@@ -223,6 +223,9 @@ def check_names(names: Sequence[str]) -> None:
 # a busy proxy a few dozen; each entry is ~3x its catalogue (~190 KB for Claude Code's; up to
 # ~6x when four sessions share it, see memo.RESTS).
 MEMO_SIZE: Final = 64
+# Bytes the memo holds at most (config's `memo_bytes`), as its entries count them
+# (entry.Entry.held_bytes): MEMO_SIZE of Claude Code's 65 KB catalogue with four sessions each.
+MEMO_BYTES: Final = MEMO_SIZE * 400 * 1024
 
 
 class Pipeline:
@@ -233,6 +236,7 @@ class Pipeline:
         names: Sequence[str],
         *,
         memo_size: int = MEMO_SIZE,
+        memo_bytes: int = MEMO_BYTES,
         options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         check_names(names)
@@ -241,13 +245,17 @@ class Pipeline:
         self.components = tuple(KNOWN[n](options.get(n, {})) for n in self.names)
         # Each entry keeps what a report says about its catalogue, made once (the parts
         # never refer back to their entry, so an eviction frees both at once).
-        self.memo: Memo[entry.Entry, _ReportParts] = Memo(memo_size)
+        self.memo: Memo[entry.Entry, _ReportParts] = Memo(memo_size, memo_bytes)
         self._rewrites: tuple[Step, ...] = tuple(
             c if isinstance(c, toolorder.ToolOrder) else c.rewrite for c in self.components
         )
 
     def memo_gauges(self) -> tuple[int, int]:
         return len(self.memo), self.memo.capacity
+
+    def memo_byte_gauges(self) -> tuple[int, int]:
+        """Bytes the memo holds now, as its bound counts them, and the bound."""
+        return self.memo.bytes, self.memo.max_bytes or 0
 
     def skip(self, body: bytes, reason: SkipReason) -> RunReport:
         return skipped_report(body, self.names, reason)

@@ -32,6 +32,9 @@ RECENT: Final = 4
 # sessions: a session holds only hashes. A change whose previous facts were pushed out by a
 # flood of distinct catalogues is counted as `mixed`, naming no tools.
 KEPT_BYTES: Final = 64 * 1024 * 1024
+# Serving, the budget is the memo's (`memo_bytes`) divided by this: a catalogue's facts are
+# ~1/20 of its bytes, so the facts of ~5x as many catalogues as the memo holds are kept.
+KEPT_SHARE: Final = 4
 _TOOL_BYTES: Final = 120  # a kept tool's digest, tuple slots and object headers, roughly
 
 # Where clients name their session, most trusted first: Claude Code's header, Codex's header

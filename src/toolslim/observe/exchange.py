@@ -132,6 +132,7 @@ class Ledger:
         log_lines: logs.BatchedLines | None = None,
         *,
         drift_sessions: int = DRIFT_MAX_SESSIONS,
+        drift_kept_bytes: int = drift.KEPT_BYTES,
     ) -> None:
         self.stats = stats
         self._loop = loop
@@ -144,7 +145,7 @@ class Ledger:
         # The last pipeline summary logged and the runs it says: a session's memo hits
         # report the very same runs, so the text is made once per catalogue.
         self._summary: tuple[tuple[ComponentRun, ...], str] = ((), "-")
-        self.drift = drift.Tracker(drift_sessions)
+        self.drift = drift.Tracker(drift_sessions, drift_kept_bytes)
         stats.track_drift_sessions(self.drift.__len__)
         self._warned: OrderedDict[tuple[str, bytes], None] = OrderedDict()
         self._tool_counts: set[asyncio.Future[ToolFacts]] = set()  # the ledger's, per catalogue

@@ -37,7 +37,9 @@ GAUGES: Final = (
     "connections.max_buffered_bytes",
     "connections.open",
     "drift.sessions",  # a session whose requests reached two workers counts in both
+    "memo.bytes",
     "memo.capacity",
+    "memo.max_bytes",
     "memo.size",
     "requests.active_streams",
     "requests.tokens_pending",

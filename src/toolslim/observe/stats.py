@@ -68,6 +68,7 @@ class Stats:
         series_points: int = 360,
         clock: Callable[[], float] = time.time,
         memo_gauges: Callable[[], tuple[int, int]] = lambda: (0, 0),
+        memo_byte_gauges: Callable[[], tuple[int, int]] = lambda: (0, 0),
         tokens_pending: Callable[[], int] = lambda: 0,
         connection_gauges: Callable[[], Mapping[str, int]] = dict,
         capture_counts: Callable[[], tuple[int, int, int]] | None = None,
@@ -91,6 +92,7 @@ class Stats:
         self.read_multiplier = cache_read_multiplier
         self.write_multiplier = cache_write_multiplier
         self.memo_gauges = memo_gauges
+        self.memo_byte_gauges = memo_byte_gauges  # (bytes held, the bound)
         self.tokens_pending = tokens_pending  # requests whose catalogue tokens are being counted
         self.connection_gauges = connection_gauges
         self.capture_counts = capture_counts  # (written, dropped, errors); None: no capture
@@ -374,6 +376,7 @@ class Stats:
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON-ready dict; the documented /stats schema (keys are added, never renamed)."""
         memo_size, memo_capacity = self.memo_gauges()
+        memo_bytes, memo_max_bytes = self.memo_byte_gauges()
         now = self.clock()
         tools = render.tools_of(self.tools_state(), now)
         return {
@@ -408,6 +411,8 @@ class Stats:
                 "misses": self.memo_misses,
                 "size": memo_size,
                 "capacity": memo_capacity,
+                "bytes": memo_bytes,
+                "max_bytes": memo_max_bytes,
             },
             "usage": {
                 "tokens": dict(self.usage_tokens),

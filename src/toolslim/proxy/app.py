@@ -30,7 +30,7 @@ from aiohttp.typedefs import Handler
 
 from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
-from toolslim.observe import capture, fleet, logs, metrics
+from toolslim.observe import capture, drift, fleet, logs, metrics
 from toolslim.observe.exchange import Ledger
 from toolslim.observe.ledger.book import Export, ToolLedger
 from toolslim.observe.ledger.prices import Prices
@@ -106,7 +106,12 @@ def grace_over(app: web.Application) -> None:
 def _pipeline(settings: Settings) -> Pipeline:
     """A pipeline as the settings declare it: one for the event loop, one for the worker
     thread (the memo is not thread-safe, see offload); both give the same bytes."""
-    return Pipeline(settings.pipeline, memo_size=settings.memo_size, options=settings.components)
+    return Pipeline(
+        settings.pipeline,
+        memo_size=settings.memo_size,
+        memo_bytes=settings.memo_bytes,
+        options=settings.components,
+    )
 
 
 def make_app(
@@ -148,6 +153,7 @@ def make_app(
         cache_read_multiplier=settings.cache_read_multiplier,
         cache_write_multiplier=settings.cache_write_multiplier,
         memo_gauges=pipeline.memo_gauges,
+        memo_byte_gauges=pipeline.memo_byte_gauges,
         tokens_pending=lambda: len(pending),
         capture_counts=None if recorder is None else functools.partial(_capture_counts, recorder),
     )
@@ -208,6 +214,7 @@ async def _serving(app: web.Application) -> AsyncIterator[None]:
         state.pending,
         state.log_lines,
         drift_sessions=settings.drift_max_sessions,
+        drift_kept_bytes=settings.memo_bytes // drift.KEPT_SHARE,
     )
     # The worker thread's own pipeline: the memo is not thread-safe (see offload).
     offload = Offload(_pipeline(settings))

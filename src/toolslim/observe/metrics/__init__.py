@@ -127,6 +127,8 @@ def families(snap: Mapping[str, Any]) -> list[Metric]:
         _counter("toolslim_memo_misses", "Catalogues compacted afresh.", memo["misses"]),
         _gauge("toolslim_memo_entries", "Catalogues held in the memo.", memo["size"]),
         _gauge("toolslim_memo_capacity_entries", "Memo capacity.", memo["capacity"]),
+        _gauge("toolslim_memo_bytes", "Bytes the memo holds, as its bound counts.", memo["bytes"]),
+        _gauge("toolslim_memo_capacity_bytes", "The memo's bound in bytes.", memo["max_bytes"]),
         _labelled(
             _counter_family(
                 "toolslim_upstream_tokens",
