@@ -13,19 +13,30 @@ whether every probe was answered, and the proxy's peak VmRSS during the abuse:
 - slow: 1,100 connections that send their request headers a byte a second, reconnecting when
   closed (at 1,024 descriptors the door keeps room for prompt clients);
 - uploads: 20 connections that each send 30 MiB of a 31 MiB body and stop (the buffer budget,
-  256 MiB, holds what fits; the rest streams through).
+  256 MiB, holds what fits; the rest streams through);
+- flood: 2,200 connections that send a request header byte every 5 s (one closed by the
+  proxy reconnects 5 s later, at the same pace), while a normal request on a new connection
+  goes out every 0.25 s: each must be answered within 10 s (issue 23's probe of
+  `--workers 2`). Reconnecting at once instead is a connect flood that fills the kernel's
+  accept queue whatever the proxy does: one process and two workers alike then answer few
+  normal requests (2 of 41 and 3 of 31 measured, shared machine).
+
+`--workers N` serves with N gunicorn workers (RSS is then the master's and the workers' sum);
+the connection limits, timeouts and buffer budget hold the same way in each.
+
 
 An idle window first is the baseline: each stall is also shown as a multiple of the idle one.
 Goals: no stall over 100 ms, peak RSS under 450 MB, every probe answered. Everything is on
 127.0.0.1; each abuse is bounded in seconds. Run: `python bench/abuse_bench.py [--seconds S]
-[--only gzip,slow,...]`. The machine may be shared: `other` is the CPU other processes used
-meanwhile (cores), as in proxy_bench.
+[--only gzip,slow,...] [--workers N]`. The machine may be shared: `other` is the CPU other
+processes used meanwhile (cores), as in proxy_bench.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gzip
 import json
 import os
@@ -230,6 +241,77 @@ async def abuse_uploads(port: int, seconds: float, count: int = 20) -> str:
     return f"{count} x 30 MiB sent and held for {seconds:g} s"
 
 
+FLOOD_EVERY = 5.0  # seconds between two header bytes of a flooding connection
+NORMAL_EVERY = 0.25
+NORMAL_WITHIN = 10.0
+
+
+async def abuse_flood(port: int, seconds: float, count: int = 2200) -> str:
+    """`count` connections sending request headers a byte every FLOOD_EVERY s, reconnecting;
+    meanwhile normal requests, each on a new connection, that must be answered in time."""
+    end = time.monotonic() + seconds
+    opened = closed = 0
+    head = b"POST /v1/messages HTTP/1.1\r\nHost: bench\r\n" + HEADERS
+    latencies: list[float] = []  # -1: not answered within NORMAL_WITHIN
+
+    async def slow() -> None:
+        nonlocal opened, closed
+        while time.monotonic() < end:
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.1)
+                continue
+            opened += 1
+            try:
+                for byte in head:
+                    writer.write(bytes([byte]))
+                    await writer.drain()
+                    with contextlib.suppress(TimeoutError):  # closed: read returns b""
+                        if not await asyncio.wait_for(reader.read(1), FLOOD_EVERY):
+                            raise ConnectionResetError
+                    if time.monotonic() >= end:
+                        break
+            except OSError:
+                closed += 1
+                await asyncio.sleep(max(0.0, min(FLOOD_EVERY, end - time.monotonic())))
+            finally:
+                writer.close()
+
+    async def normal() -> None:
+        sent = time.monotonic()
+        try:
+            await asyncio.wait_for(post(port, small_body()), NORMAL_WITHIN)
+            latencies.append(time.monotonic() - sent)
+        except (OSError, TimeoutError):
+            latencies.append(-1.0)
+
+    async def normals() -> None:
+        tasks = []
+        while time.monotonic() < end:
+            tasks.append(asyncio.create_task(normal()))
+            await asyncio.sleep(NORMAL_EVERY)
+        await asyncio.gather(*tasks)
+
+    async def midway() -> str:
+        await asyncio.sleep(seconds / 2)
+        try:
+            stats = await asyncio.wait_for(
+                asyncio.to_thread(get_json, port, "/stats"), NORMAL_WITHIN
+            )
+        except (OSError, TimeoutError, SystemExit) as exc:
+            return f"/stats midway: no answer ({type(exc).__name__})"
+        return f"/stats midway: connections {json.dumps(stats['connections'])}"
+
+    stats, *_ = await asyncio.gather(midway(), normals(), *(slow() for _ in range(count)))
+    answered = [took for took in latencies if took >= 0]
+    return (
+        f"{count} at once, {opened} opened, {closed} closed by the proxy; normal requests on "
+        f"new connections: {len(answered)} of {len(latencies)} answered within "
+        f"{NORMAL_WITHIN:g} s (slowest {max(answered, default=0.0):.2f} s); {stats}"
+    )
+
+
 ABUSES: dict[str, Callable[[int, float], Awaitable[str]]] = {
     "gzip": abuse_gzip,
     "zstd": abuse_zstd,
@@ -237,6 +319,7 @@ ABUSES: dict[str, Callable[[int, float], Awaitable[str]]] = {
     "bomb": abuse_bomb,
     "slow": abuse_slow,
     "uploads": abuse_uploads,
+    "flood": abuse_flood,
 }
 
 
@@ -282,13 +365,23 @@ def lower_files() -> None:
 
 async def sample_rss(pid: int, stop: asyncio.Event, peak: list[float]) -> None:
     while not stop.is_set():
-        peak[0] = max(peak[0], rss_mb(pid))
+        peak[0] = max(peak[0], host_rss_mb(pid))
         await asyncio.sleep(0.1)
+
+
+def host_rss_mb(pid: int) -> float:
+    """VmRSS of `pid` and of its children (gunicorn's workers), in MB."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        own = rss_mb(pid)
+    except OSError:  # exited meanwhile
+        return 0.0
+    return own + sum(host_rss_mb(int(child)) for child in children)
 
 
 async def run(args: argparse.Namespace) -> int:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))  # for 1,100 clients
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))  # for 2,200 clients
     pin = args.pin == "auto" and shutil.which("taskset") is not None and os.cpu_count() != 1
     abusers_cpu, proxy_cpu = (0, 1) if pin else (None, None)
     folder = Path(tempfile.mkdtemp(prefix="toolslim-abuse-"))
@@ -296,7 +389,7 @@ async def run(args: argparse.Namespace) -> int:
     try:
         upstream, upstream_port = start_upstream(folder, "bomb", abusers_cpu)  # the bomb built
         processes.append(upstream)
-        flags = ["--log-level", "warning"]
+        flags = ["--log-level", "warning", "--workers", str(args.workers)]
         upstreams = {"anthropic": upstream_port}
         proxy = start_proxy("abused", folder, upstreams, flags, proxy_cpu, preexec_fn=lower_files)
         processes.append(proxy.process)
@@ -309,7 +402,8 @@ async def run(args: argparse.Namespace) -> int:
         other = elsewhere(p.pid for p in processes)
         windows = []
         print(
-            f"proxy pid {proxy.process.pid}, RLIMIT_NOFILE {FILES}; pinned: {pin}; "
+            f"proxy pid {proxy.process.pid}, workers {args.workers}, RLIMIT_NOFILE {FILES}; "
+            f"pinned: {pin}; "
             f"{args.seconds:g} s each"
         )
         await asyncio.sleep(3.0)  # past the proxy's start-up
@@ -384,6 +478,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="per abuse (default 10)")
     parser.add_argument("--only", default="", help="comma-separated abuses: " + ",".join(ABUSES))
     parser.add_argument("--pin", choices=("auto", "none"), default="auto")
+    parser.add_argument("--workers", type=int, default=1, help="gunicorn workers (default 1)")
     parser.add_argument("--probe", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe is not None:

@@ -16,7 +16,15 @@ It reports:
 - the CPU drift tracking adds per request (session, compare, classify, advisories: what
   `exchange.Ledger._decide` calls) as a share of `Pipeline.run` on the same bodies. Goal < 3 %.
 
-Run: `python bench/drift_bench.py [--sessions N] [--turns N] [--rounds N] [--seed N]`.
+With `--workers N` (N > 1) it also replays the requests spread round-robin over N trackers
+on one shared store (`observe/sessions.SharedSessions`, SQLite in a temporary directory), as N
+workers see them when each request comes on a new connection: the drift found must be the
+same as one tracker's, and the report gives what the store adds per request. It also times the
+other state the workers share per request, the buffer budget (`budget.HostBudget` against
+one process's `BufferBudget`): an 80 KB body read in two chunks, then given back.
+
+Run: `python bench/drift_bench.py [--sessions N] [--turns N] [--rounds N] [--seed N]
+[--workers N]`. The machine may be shared: the figures are ratios within one run.
 """
 
 from __future__ import annotations
@@ -24,18 +32,21 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 from multidict import CIMultiDict
 
 from toolslim.core.pipeline import Pipeline, RunReport
-from toolslim.observe import advice, drift
+from toolslim.observe import advice, drift, sessions
 from toolslim.observe.stats import Stats
+from toolslim.proxy import budget
 
 # (server, tools, annotation style): the published servers' tool counts (203 in all).
 SERVERS: tuple[tuple[str, int, str], ...] = (
@@ -211,12 +222,28 @@ class Result:
     advised: int
 
 
-def replay(names: Sequence[str], requests: Sequence[Request], memo_size: int) -> Result:
-    """One replay through a fresh pipeline and a fresh drift tracker."""
+def trackers(workers: int, folder: Path | None) -> list[drift.Tracker]:
+    """One tracker per worker, each its own (`folder` None) or on a store made in `folder`."""
+    if folder is None:
+        return [drift.Tracker() for _ in range(workers)]
+    path = folder / f"{time.monotonic_ns()}-{sessions.FILE}"
+    sessions.create(path)
+    return [drift.Tracker(sessions=sessions.SharedSessions(path)) for _ in range(workers)]
+
+
+def replay(
+    names: Sequence[str],
+    requests: Sequence[Request],
+    memo_size: int,
+    workers: int = 1,
+    folder: Path | None = None,
+) -> Result:
+    """One replay through a fresh pipeline and fresh drift trackers (request i goes to
+    tracker i mod workers)."""
     pipeline = Pipeline(names, memo_size=memo_size)
-    tracker = drift.Tracker()
+    each = trackers(workers, folder)
     stats = Stats(names)
-    stats.track_drift_sessions(tracker.__len__)
+    stats.track_drift_sessions(each[0].__len__)
     warned: set[tuple[str, bytes]] = set()
     seen: set[bytes] = set()
     last: dict[int, bytes] = {}
@@ -224,7 +251,8 @@ def replay(names: Sequence[str], requests: Sequence[Request], memo_size: int) ->
     run_total = decide_total = hit_run = hit_decide = 0.0
     hits = 0
     clock = time.perf_counter
-    for request in requests:
+    for index, request in enumerate(requests):
+        tracker = each[index % len(each)]
         started = clock()
         report = pipeline.run(request.body, "anthropic")
         ran = clock()
@@ -276,6 +304,7 @@ def main() -> None:
         help="memo entries (the default 64 is for one team: the sessions here would thrash it)",
     )
     parser.add_argument("--seed", type=int, default=17, help="seed of the servers' tool text")
+    parser.add_argument("--workers", type=int, default=1, help="also replay over N workers")
     args = parser.parse_args()
 
     servers = server_tools(args.seed)
@@ -326,11 +355,83 @@ def main() -> None:
     kinds = ", ".join(f"{k} {plain.kinds[k]}" for k in drift.KINDS)
     print(f"client drift (the same with and without toolorder): {kinds}")
     print(f"claude_code_tool_search_off advised on {plain.advised} of {len(requests)} requests")
+    if args.workers > 1:
+        shared_report(args, requests)
     print(
         f"hit: the {plain.hits} memo hits without a change (a session's usual request); other:"
         " the rest (new catalogues, read once; changes, classified). run: Pipeline.run per"
         " request; drift: what drift tracking and the advisories add to it; share: drift / run"
         " (goal < 3 % on the usual request)"
+    )
+
+
+def shared_report(args: argparse.Namespace, requests: Sequence[Request]) -> None:
+    """The same replay alone and over `args.workers` trackers on one store, alternated per
+    round so that both see the same machine; then the buffer budgets."""
+    names = ("toolschema",)
+    workers = args.workers
+    runs: dict[str, list[Result]] = {"one process": [], "apart": [], "shared": []}
+    with tempfile.TemporaryDirectory(prefix="toolslim-drift-bench-") as name:
+        folder = Path(name)
+        for _ in range(args.rounds):
+            runs["one process"].append(replay(names, requests, args.memo_size))
+            runs["apart"].append(replay(names, requests, args.memo_size, workers))
+            runs["shared"].append(replay(names, requests, args.memo_size, workers, folder))
+        best = {label: min(results, key=decide_time) for label, results in runs.items()}
+        print()
+        print(
+            f"[toolschema], request i on worker i mod {workers} (best of {args.rounds} rounds"
+            f" each): one process; {workers} workers apart (each its own sessions, as before"
+            f" issue 23); {workers} workers sharing one store"
+        )
+        per = 1e6 / len(requests)
+        for label, result in best.items():
+            print(
+                f"  {label:<12} drift {result.decide_seconds * per:>6.1f} us per request"
+                f" ({result.decide_seconds / result.run_seconds * 100:>5.2f}% of Pipeline.run),"
+                f" on a memo hit {hit_drift(result):>5.1f} us"
+                f" ({result.hit_decide_seconds / result.hit_run_seconds * 100:.2f}%);"
+                f" changes {dict(result.kinds)}"
+            )
+        shared, apart = best["shared"], best["apart"]
+        print(
+            f"  sharing adds {hit_drift(shared) - hit_drift(apart):.1f} us to a memo hit's drift"
+            f" ({hit_drift(shared) / hit_drift(apart):.2f}x); the changes found equal one"
+            f" process's: {dict(shared.kinds) == dict(best['one process'].kinds)}"
+        )
+        budget_report(folder)
+
+
+def decide_time(result: Result) -> float:
+    return result.hit_decide_seconds / max(1, result.hits)
+
+
+def hit_drift(result: Result) -> float:
+    """Microseconds drift adds to a memo hit without a change (a session's usual request)."""
+    return result.hit_decide_seconds / max(1, result.hits) * 1e6
+
+
+def budget_report(folder: Path, requests: int = 200_000) -> None:
+    """An 80 KB body's takes (two chunks) and give, one process's budget and the host's."""
+    path = folder / budget.FILE
+    budget.HostBudget.create(path)
+    host = budget.HostBudget(path, 256 << 20)
+    local = budget.BufferBudget(256 << 20)
+    timings = {}
+    for label, held in (("one process", local), ("host (workers)", host)):
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            for _ in range(requests):
+                held.take(65536)
+                held.take(16384)
+                held.give(81920)
+            best = min(best, time.perf_counter() - started)
+        timings[label] = best / requests * 1e6
+    host.close()
+    print(
+        "buffer budget per 80 KB request (2 takes, 1 give): "
+        + ", ".join(f"{label} {us:.2f} us" for label, us in timings.items())
     )
 
 

@@ -120,7 +120,9 @@ def read_recording(path: Path) -> Recording:
 class Options:
     """How the fake behaves. `refuse_upgrade` answers every WebSocket upgrade with that
     status instead of 101; `compress` accepts permessage-deflate when a client offers it;
-    `text` is the assistant's reply, sent in `chunks` deltas."""
+    `text` is the assistant's reply, sent in `chunks` deltas; `calls` (`function_call` or
+    `custom_tool_call` output items) answer the first requests that generate, one each in
+    order, instead of the text, so a client runs each tool and asks again with its output."""
 
     refuse_upgrade: int | None = None
     compress: bool = True
@@ -129,6 +131,7 @@ class Options:
     input_tokens: int = 1200
     cached_tokens: int = 1024
     output_tokens: int = 7
+    calls: tuple[JSON, ...] = ()
 
 
 RECORDING: Final = web.AppKey("recording", Recording)
@@ -149,12 +152,15 @@ def make_fake_responses(
     return app
 
 
-def events(body: JSON, options: Options, serial: int) -> Iterator[dict[str, JSON]]:
+def events(
+    body: JSON, options: Options, serial: int, call: JSON = None
+) -> Iterator[dict[str, JSON]]:
     """The events answering one request, in order, without `sequence_number` (the
     transport numbers them from 0 for each response).
 
-    A warm-up (`generate: false`) gets a response with no output; any other request gets one
-    assistant message streamed as text deltas."""
+    A warm-up (`generate: false`) gets a response with no output; a request given a `call`
+    (an output item, see `call_for`) gets that item; any other request gets one assistant
+    message streamed as text deltas."""
     model = body.get("model", MODELS[0]) if isinstance(body, dict) else MODELS[0]
     response_id = f"resp_fake{serial:04d}"
     shell: dict[str, JSON] = {
@@ -168,7 +174,14 @@ def events(body: JSON, options: Options, serial: int) -> Iterator[dict[str, JSON
     }
     yield {"type": "response.created", "response": shell}
     output: list[JSON] = []
-    if generates(body):
+    if generates(body) and call is not None:
+        call = {**call, "id": f"fc_fake{serial:04d}", "call_id": f"call_fake{serial:04d}"}
+        added = {**call, "status": "in_progress"}
+        yield {"type": "response.output_item.added", "output_index": 0, "item": added}
+        done = {**call, "status": "completed"}
+        yield {"type": "response.output_item.done", "output_index": 0, "item": done}
+        output.append(done)
+    elif generates(body):
         item_id = f"msg_fake{serial:04d}"
         message = {"id": item_id, "type": "message", "role": "assistant"}
         yield {
@@ -197,6 +210,13 @@ def events(body: JSON, options: Options, serial: int) -> Iterator[dict[str, JSON
     }
     completed = {**shell, "status": "completed", "output": output, "usage": usage}
     yield {"type": "response.completed", "response": completed}
+
+
+def call_for(options: Options, recording: Recording) -> JSON:
+    """The call answering the request recorded last: the n-th request that generates gets
+    `options.calls[n]`, if there is one."""
+    asked = sum(1 for item in recording.creates() if generates(item.body))
+    return options.calls[asked - 1] if 0 < asked <= len(options.calls) else None
 
 
 def _split(text: str, chunks: int) -> list[str]:
@@ -257,7 +277,8 @@ async def _converse(
             error = {"type": "error", "status": 400, **_error("the fake answers response.create")}
             await ws.send_json(error)
             continue
-        for number, event in enumerate(events(item.body, options, next(_serials))):
+        answer = events(item.body, options, next(_serials), call_for(options, recording))
+        for number, event in enumerate(answer):
             await ws.send_str(json.dumps({**event, "sequence_number": number}))
 
 
@@ -272,7 +293,8 @@ async def _post(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
     with contextlib.suppress(ConnectionResetError):  # a client may leave mid-stream
-        for number, event in enumerate(events(item.body, options, next(_serials))):
+        answer = events(item.body, options, next(_serials), call_for(options, recording))
+        for number, event in enumerate(answer):
             data = json.dumps({**event, "sequence_number": number})
             await response.write(f"event: {event['type']}\ndata: {data}\n\n".encode())
         await response.write_eof()

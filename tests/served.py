@@ -88,18 +88,21 @@ def workers_up(count: int) -> Any:
 
 
 async def serve(
-    upstream: FakeUpstream, folder: Path, workers: int = WORKERS, *flags: str
+    upstream: FakeUpstream,
+    folder: Path,
+    workers: int = WORKERS,
+    *flags: str,
+    yaml: str = "shutdown_grace: 10\n",
 ) -> Served:
-    """Start `toolslim serve --workers N [flags]` on a free port; return once every worker
-    answers."""
+    """Start `toolslim serve --workers N [flags]` on a free port, with the YAML lines
+    `yaml`; return once every worker answers."""
     port = closed_port()
     config = folder / "toolslim.yaml"
     base = upstream.url
     config.write_text(
         f"listen: {{host: 127.0.0.1, port: {port}}}\n"
         f"upstreams: {{anthropic: '{base}/a', openai: '{base}/o', gemini: '{base}/g'}}\n"
-        "shutdown_grace: 10\n"
-        "log_level: warning\n"
+        "log_level: warning\n" + yaml
     )
     temporary = folder / "tmp"  # where the master makes the workers' shared directory
     temporary.mkdir()

@@ -44,6 +44,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, required=True, help="empty directory for it all")
     parser.add_argument("--proxy", action="store_true", help="put toolslim serve in between")
     parser.add_argument("--refuse-upgrade", type=int, metavar="STATUS")
+    parser.add_argument("--capture", action="store_true", help="toolslim serve --capture")
+    parser.add_argument(
+        "--call",
+        type=json.loads,
+        action="append",
+        default=[],
+        metavar="JSON",
+        help="answer the next request with this output item (repeatable)",
+    )
+    parser.add_argument("--model", help="codex's -m (its default model otherwise)")
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds codex may run")
     args = parser.parse_args(argv)
@@ -68,17 +78,22 @@ def _interrupted(signum: int, frame: Any) -> None:
 async def _turn(args: argparse.Namespace, report: dict[str, Any]) -> None:
     recording = Recording()
     fake = web.AppRunner(
-        make_fake_responses(Options(refuse_upgrade=args.refuse_upgrade), recording)
+        make_fake_responses(
+            Options(refuse_upgrade=args.refuse_upgrade, calls=tuple(args.call)), recording
+        )
     )
     await fake.setup()
     try:
         await web.TCPSite(fake, "127.0.0.1", 0).start()
         upstream = f"http://127.0.0.1:{fake.addresses[0][1]}"
         if args.proxy:
-            async with _toolslim(args.work, upstream) as (base, proxy_report):
+            async with toolslim_serve(args.work, f"openai={upstream}", args.capture) as (
+                base,
+                proxy_report,
+            ):
                 report["proxy"] = proxy_report
                 report["codex"] = await _codex(args, base)
-                proxy_report["stats"] = await _settled_stats(base)
+                proxy_report["stats"] = await settled_stats(base)
         else:
             report["codex"] = await _codex(args, upstream)
     finally:
@@ -100,7 +115,9 @@ async def _codex(args: argparse.Namespace, base: str) -> dict[str, Any]:
         "CODEX_API_KEY": KEY,
         "LANG": "C.UTF-8",
     }
-    command = [str(args.codex), "exec", "--skip-git-repo-check", args.prompt]
+    command = [str(args.codex), "exec", "--skip-git-repo-check"]
+    command += ["-m", args.model] if args.model else []
+    command.append(args.prompt)
     started = time.monotonic()
     # Its own process group: the node launcher runs the native binary as a child, and a kill
     # must reach both.
@@ -135,13 +152,16 @@ async def _codex(args: argparse.Namespace, base: str) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def _toolslim(work: Path, upstream: str) -> Any:
-    """`toolslim serve` before the fake upstream, ready; stopped (and its log read) on exit."""
+async def toolslim_serve(work: Path, upstream: str, capture: bool = False) -> Any:
+    """`toolslim serve` before the fake upstream, ready; stopped (and its log read) on exit;
+    with `capture`, what it captured (one record a request) goes into the report too."""
     port = _free_port()
     log_path = work / "toolslim.log"
     command = [sys.executable, "-m", "toolslim", "serve", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--upstream", f"openai={upstream}", "--log-level", "info"]
+    command += ["--port", str(port), "--upstream", upstream, "--log-level", "info"]
+    command += ["--capture", str(work / "capture")] if capture else []
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSLIM_")}
+    env["XDG_STATE_HOME"] = str(work / "state")  # its tool ledger starts empty, every run
     proxy_report: dict[str, Any] = {"command": command, "stats": None}
     with log_path.open("wb") as log:
         child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -158,6 +178,9 @@ async def _toolslim(work: Path, upstream: str) -> Any:
                 child.wait(timeout=10)
             proxy_report["returncode"] = child.returncode
             proxy_report["log"] = log_path.read_text(errors="replace")
+            captured = sorted((work / "capture").glob("*.jsonl")) if capture else []
+            lines = [line for path in captured for line in path.read_text().splitlines()]
+            proxy_report["capture"] = [json.loads(line) for line in lines if line]
 
 
 def _free_port() -> int:
@@ -181,7 +204,7 @@ async def _ready(base: str, child: subprocess.Popen[bytes], limit: float = 20.0)
     raise RuntimeError(f"toolslim serve was not ready within {limit} s")
 
 
-async def _settled_stats(base: str) -> Any:
+async def settled_stats(base: str) -> Any:
     """/stats once nothing streams and `requests` held still between two polls, or after
     STATS_WAIT: a connection codex closed on exit may still be being counted."""
     deadline = time.monotonic() + STATS_WAIT

@@ -20,7 +20,7 @@ from aiohttp.test_utils import TestServer
 from proxy_harness import ANTHROPIC, KEY, TIMEOUT, FakeUpstream, dumps, settings_for, stats_of
 from toolslim.config.settings import Settings
 from toolslim.proxy.app import FORWARDING, grace_over, make_app
-from toolslim.proxy.limits import DOOR
+from toolslim.proxy.limits import CONNECTION_LIMITS
 from toolslim.serve.shutdown import CUT_SECONDS
 
 LEDGER = "toolslim.proxy.app"  # the logger of each request's line
@@ -74,7 +74,7 @@ async def test_an_upload_its_client_gave_up_while_held_is_a_request_and_a_discon
     app = make_app(settings_for(upstream.url))
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=CUT_SECONDS)
     await runner.setup()
-    connections = app[DOOR]  # served as `toolslim serve` serves it: the budget is gauged
+    connections = app[CONNECTION_LIMITS]  # served as `toolslim serve` serves it: gauged
     assert runner.server is not None
     await connections.listen(runner.server, "127.0.0.1", 0)
     try:

@@ -34,7 +34,7 @@ from proxy_harness import (
 from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
 from toolslim.proxy.app import make_app
-from toolslim.proxy.limits import DOOR
+from toolslim.proxy.limits import CONNECTION_LIMITS
 from toolslim.serve.shutdown import CUT_SECONDS
 
 # --- serving through the door, in this process ---------------------------------------------
@@ -46,7 +46,7 @@ async def served(settings: Settings) -> AsyncIterator[tuple[web.Application, int
     app = make_app(settings)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=CUT_SECONDS)
     await runner.setup()
-    door = app[DOOR]
+    door = app[CONNECTION_LIMITS]
     assert runner.server is not None
     await door.listen(runner.server, "127.0.0.1", 0)
     try:
@@ -103,7 +103,7 @@ async def test_slow_clients_at_the_connection_limit_never_lock_out_a_prompt_one(
             answer = await raw_exchange(port, raw_post(dumps(ANTHROPIC)))
             assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
         assert len(upstream.received) == 3
-        door = app[DOOR]
+        door = app[CONNECTION_LIMITS]
         assert door.open <= 8
         snapshot = await stats(app, port)
         assert snapshot["connections"]["max"] == 8
@@ -125,7 +125,7 @@ async def test_a_keep_alive_client_between_requests_outlasts_a_flood_of_slow_con
             _, slow_writer = await asyncio.open_connection("127.0.0.1", port)
             slow_writer.write(b"POST /v1/messages HTTP/1.1\r\n")
             slow.append(slow_writer)
-        await until(lambda: app[DOOR].stats.connections_closed["evicted"] >= 90)
+        await until(lambda: app[CONNECTION_LIMITS].stats.connections_closed["evicted"] >= 90)
         writer.write(request)  # the same connection, still open
         assert (await asyncio.wait_for(reader.readuntil(b"}"), 10)).startswith(b"HTTP/1.1 200")
         writer.close()
@@ -269,8 +269,8 @@ async def test_an_answer_that_inflates_without_end_is_relayed_exactly_and_its_us
                 url = f"http://127.0.0.1:{port}/v1/messages"
                 async with session.post(url, data=dumps(ANTHROPIC)) as response:
                     assert await response.read() == bomb
-        await until(lambda: app[DOOR].stats.usage_unavailable == 3)
-        assert app[DOOR].stats.responses_with_usage == 0
+        await until(lambda: app[CONNECTION_LIMITS].stats.usage_unavailable == 3)
+        assert app[CONNECTION_LIMITS].stats.responses_with_usage == 0
 
 
 async def test_a_body_over_max_catalogue_bytes_is_forwarded_untouched_as_too_large(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from toolslim.proxy.budget import BufferBudget
 from toolslim.proxy.flow import Hold
-from toolslim.proxy.limits import BufferBudget
 
 
 def test_what_a_request_holds_is_given_back_once_however_often_it_is_released() -> None:

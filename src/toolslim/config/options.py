@@ -361,9 +361,9 @@ OPTIONS: Final[tuple[Option, ...]] = (
         type="size",
         default="256MiB",
         check=size,
-        doc="Most request body bytes held in memory at once, over every connection; a body "
-        "that does not fit streams through untouched and is counted as skipped `busy` (it is "
-        "never refused for it).",
+        doc="Most request body bytes held in memory at once, over every connection (with "
+        "workers, of the whole host: they share it); a body that does not fit streams through "
+        "untouched and is counted as skipped `busy` (it is never refused for it).",
     ),
     Option(
         name="max_connections",
@@ -377,7 +377,9 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "(RLIMIT_NOFILE) leaves after 64, since a request being forwarded holds an upstream "
         "connection too (480 at 1,024). At the limit one is closed to make room: the one "
         "that has spent longest sending its request headers, or else the keep-alive one idle "
-        "longest; only when every one is handling a request is a new one answered 503.",
+        "longest; only when every one is handling a request is a new one answered 503. With "
+        "workers, a number is the host's, shared equally; auto is each worker's own (the "
+        "descriptor limit is per process).",
     ),
     Option(
         name="shutdown_grace",
@@ -480,8 +482,9 @@ OPTIONS: Final[tuple[Option, ...]] = (
         check=integer(1),
         doc="Sessions whose recent catalogues drift tracking remembers (an LRU of hashes; the "
         "least recently seen session goes first), to tell which catalogue changes within a "
-        "session break the provider's prompt cache (/stats drift, docs/drift.md). Drift "
-        "needs a pipeline with at least one component.",
+        "session break the provider's prompt cache (/stats drift, docs/drift.md); with "
+        "workers, the host's, in one store they share. Drift needs a pipeline with at least "
+        "one component.",
     ),
     Option(
         name="state_file",

@@ -15,7 +15,7 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from toolslim.config.options import DRIFT_MAX_SESSIONS as MAX_SESSIONS
 from toolslim.core.facts import CatalogueFacts, Tools, digest
@@ -133,7 +133,7 @@ class Classified:
     servers: tuple[str, ...]  # the MCP servers of those tools, sorted, at most MAX_NAMED
 
 
-def classify(before: Sequence[Tools], after: Sequence[Tools]) -> Classified | None:
+def classify(before: Sequence[Listed], after: Sequence[Listed]) -> Classified | None:
     """How the tools `after` differ from the tools `before` (each request's catalogues in
     body order), or None when no tool differs (the bytes between tools did).
 
@@ -171,7 +171,7 @@ def classify(before: Sequence[Tools], after: Sequence[Tools]) -> Classified | No
     return Classified(kind, tuple(tools[:MAX_NAMED]), tuple(named[:MAX_NAMED]))
 
 
-def _joined(catalogues: Sequence[Tools]) -> tuple[list[str], list[bytes], list[str | None]]:
+def _joined(catalogues: Sequence[Listed]) -> tuple[list[str], list[bytes], list[str | None]]:
     if len(catalogues) == 1:
         only = catalogues[0]
         return list(only.names), list(only.digests), list(only.servers)
@@ -255,6 +255,59 @@ class Change:
         }
 
 
+class Listed(Protocol):
+    """What `classify` reads of a catalogue: its tools' names, digests and servers, in
+    order (`Tools`, or `Kept` as a shared store gives them back)."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+    @property
+    def digests(self) -> tuple[bytes, ...]: ...
+    @property
+    def servers(self) -> tuple[str | None, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """The part of a catalogue's `Tools` that a change is classified from."""
+
+    names: tuple[str, ...]
+    digests: tuple[bytes, ...]
+    servers: tuple[str | None, ...]
+
+
+Seen = tuple[list[bytes], int]  # a session's recent catalogue identities (newest first), cached
+
+
+def visited(recent: Sequence[bytes], identity: bytes) -> list[bytes]:
+    """A session's recent identities after a request with `identity`: it first, at most
+    RECENT (the one rule every `Sessions` keeps)."""
+    return [identity, *(kept for kept in recent if kept != identity)][:RECENT]
+
+
+class Sessions(Protocol):
+    """Where a tracker keeps its sessions (and can find the tools of catalogues it has not
+    seen itself): this process's memory, or a store the workers of a host share."""
+
+    salt: bytes  # keys the session hashes: the same for every tracker of one store
+
+    def __len__(self) -> int: ...
+
+    def visit(self, session: bytes, identity: bytes, cached: int | None) -> Seen | None:
+        """Record a request of `session` with catalogue `identity` (and its cache read
+        tokens, None: unknown) and return what the session was before (None: it is new).
+        The least recently visited sessions go beyond the store's bound."""
+        ...
+
+    def keep(self, identity: bytes, tools: Sequence[Listed]) -> None:
+        """Make a catalogue's tools findable by the other trackers of the store."""
+        ...
+
+    def kept(self, identity: bytes) -> tuple[Listed, ...] | None:
+        """The tools of a catalogue some tracker of the store kept, if still kept."""
+        ...
+
+
 class _Session:
     """What a session is known by: hashes of its recent catalogues and its last cache read."""
 
@@ -263,6 +316,39 @@ class _Session:
     def __init__(self, identity: bytes, cached: int) -> None:
         self.recent = [identity]  # most recent first, at most RECENT
         self.cached = cached
+
+
+class LocalSessions:
+    """The sessions of one process, an LRU of `max_sessions` in memory."""
+
+    def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
+        self.max_sessions = max(1, max_sessions)
+        self.salt = secrets.token_bytes(16)
+        self._sessions: OrderedDict[bytes, _Session] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def visit(self, session: bytes, identity: bytes, cached: int | None) -> Seen | None:
+        state = self._sessions.get(session)
+        if state is None:
+            self._sessions[session] = _Session(identity, cached or 0)
+            if len(self._sessions) > self.max_sessions:
+                self._sessions.popitem(last=False)
+            return None
+        self._sessions.move_to_end(session)
+        before = state.recent, state.cached
+        if cached is not None:
+            state.cached = cached
+        if state.recent[0] != identity:  # the usual request: the catalogue of the last one
+            state.recent = visited(state.recent, identity)
+        return before
+
+    def keep(self, identity: bytes, tools: Sequence[Listed]) -> None:
+        return None  # the tracker's own kept facts are all there is
+
+    def kept(self, identity: bytes) -> tuple[Listed, ...] | None:
+        return None
 
 
 Catalogues = Sequence[CatalogueFacts]
@@ -280,20 +366,25 @@ class Tracker:
     go first) and the facts of previous catalogues within KEPT_BYTES.
 
     `observe` decides per request at memo-hit cost: a session sending the catalogue it sent
-    before is one comparison of two hashes; only a different one is classified.
+    before is one comparison of two hashes; only a different one is classified. With shared
+    `sessions`, the trackers of every worker see one history per session.
     """
 
-    def __init__(self, max_sessions: int = MAX_SESSIONS, kept_bytes: int = KEPT_BYTES) -> None:
-        self.max_sessions = max(1, max_sessions)
-        self.salt = secrets.token_bytes(16)
+    def __init__(
+        self,
+        max_sessions: int = MAX_SESSIONS,
+        kept_bytes: int = KEPT_BYTES,
+        sessions: Sessions | None = None,
+    ) -> None:
+        self.sessions = LocalSessions(max_sessions) if sessions is None else sessions
+        self.salt = self.sessions.salt
         self._keyed = hashlib.blake2b(digest_size=8, key=self.salt)  # copied: cheaper than new
-        self._sessions: OrderedDict[bytes, _Session] = OrderedDict()
         self._kept: OrderedDict[bytes, tuple[tuple[Tools, ...], int]] = OrderedDict()
         self._kept_bytes = 0
         self._budget = kept_bytes
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        return len(self.sessions)
 
     def session(self, target: str, headers: Mapping[str, str] | None, body: bytes) -> bytes:
         """`session_of` with this tracker's salt."""
@@ -312,30 +403,20 @@ class Tracker:
         """The change this request's catalogues make in its session, or None."""
         identity = identity_of(catalogues)
         self._keep(identity, catalogues)
-        state = self._sessions.get(session)
-        if state is None:
-            self._sessions[session] = _Session(identity, _cached(usage, 0))
-            if len(self._sessions) > self.max_sessions:
-                self._sessions.popitem(last=False)
+        cached = None if usage is None else usage.cache_read_input_tokens
+        seen = self.sessions.visit(session, identity, cached)
+        if seen is None:
             return None
-        self._sessions.move_to_end(session)
-        recent = state.recent
-        cached_before = state.cached
-        state.cached = _cached(usage, cached_before)
-        if recent[0] == identity:  # the usual request: the catalogue of the last one
+        recent, cached_before = seen
+        if identity in recent:  # usually recent[0]: the catalogue of the session's last request
             return None
-        if identity in recent:
-            recent.remove(identity)
-            recent.insert(0, identity)
-            return None
-        previous = self._kept.get(recent[0])
-        recent.insert(0, identity)
-        del recent[RECENT:]
+        found_kept = self._kept.get(recent[0])
+        previous = found_kept[0] if found_kept is not None else self.sessions.kept(recent[0])
         tools = tuple(c.tools for c in catalogues)
         if previous is None:
             found: Classified | None = Classified("mixed", (), ())
         else:
-            found = classify(previous[0], tools)
+            found = classify(previous, tools)
         if found is None:
             return None
         return Change(
@@ -365,7 +446,4 @@ class Tracker:
         while self._kept_bytes > self._budget and len(kept) > 1:
             _, (_, dropped) = kept.popitem(last=False)
             self._kept_bytes -= dropped
-
-
-def _cached(usage: Usage | None, before: int) -> int:
-    return before if usage is None else usage.cache_read_input_tokens
+        self.sessions.keep(identity, tools)

@@ -80,6 +80,9 @@ class Exchange:
     disconnected: bool = False
     cut_by_shutdown: bool = False  # in flight when the shutdown grace ended
     failure: str = ""  # upstream error kind, if any
+    # A WebSocket follow-up without a catalogue: those of the response it continues, still in
+    # the model's prompt (ledger.chain); the tool ledger counts them as offered again.
+    continued: tuple[CatalogueFacts, ...] = ()
     findings: tuple[Finding, ...] = ()  # lint findings of its catalogues (health.Linter)
     # The start of a 400 answer as it came (and its Content-Encoding): read for the tool it
     # names once the exchange is counted.
@@ -133,6 +136,7 @@ class Ledger:
         *,
         drift_sessions: int = DRIFT_MAX_SESSIONS,
         drift_kept_bytes: int = drift.KEPT_BYTES,
+        drift_store: drift.Sessions | None = None,
     ) -> None:
         self.stats = stats
         self._loop = loop
@@ -145,7 +149,7 @@ class Ledger:
         # The last pipeline summary logged and the runs it says: a session's memo hits
         # report the very same runs, so the text is made once per catalogue.
         self._summary: tuple[tuple[ComponentRun, ...], str] = ((), "-")
-        self.drift = drift.Tracker(drift_sessions, drift_kept_bytes)
+        self.drift = drift.Tracker(drift_sessions, drift_kept_bytes, sessions=drift_store)
         stats.track_drift_sessions(self.drift.__len__)
         self._warned: OrderedDict[tuple[str, bytes], None] = OrderedDict()
         self._tool_counts: set[asyncio.Future[ToolFacts]] = set()  # the ledger's, per catalogue
@@ -224,8 +228,9 @@ class Ledger:
         if exchange.report.catalogues:
             miss = observer.cache_miss if observer is not None else None
             catalogue = self._decide(exchange, exchange.report.catalogues, usage, model_call, miss)
-            if model_call and 200 <= exchange.status < 300:  # an error offered nothing billed
-                self._offered(exchange, exchange.report.catalogues, usage, observer)
+        in_prompt = exchange.report.catalogues or exchange.continued
+        if in_prompt and model_call and 200 <= exchange.status < 300:  # an error offered nothing
+            self._offered(exchange, in_prompt, usage, observer)
         if exchange.tokens is None:
             self._record_tokens(exchange.counted, usage, owed, catalogue)
         else:

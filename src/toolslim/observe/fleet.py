@@ -36,7 +36,7 @@ GAUGES: Final = (
     "connections.max",
     "connections.max_buffered_bytes",
     "connections.open",
-    "drift.sessions",  # a session whose requests reached two workers counts in both
+    "drift.sessions",
     "memo.bytes",
     "memo.capacity",
     "memo.max_bytes",
@@ -116,6 +116,8 @@ RULES: Final[dict[str, Callable[[list[Any]], Any]]] = {
     "cache.tokens_saved_per_request": _latest,
     "cache.warm_break_even_requests": _latest,  # of the same worker's P and s
     "cache.write_multiplier": _first,
+    "connections.max_buffered_bytes": max,  # the host's budget, the same in every live worker
+    "drift.sessions": max,  # the host's sessions, in one store: a count that never goes down
     "drift.recent": _recent,
     "lint.findings": merge_findings,  # the same finding once, first seen, newest first
     "series": _series,

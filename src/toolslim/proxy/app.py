@@ -3,9 +3,10 @@
 
 Wiring only: the request path is `flow` (one per request, built from `forward`'s Forwarder),
 the transform step both transports call `transform`, the admin endpoints `admin`, counting
-`exchange`, timeouts `watchdog`, client connections `limits`, heavy transforms `offload`, the
-stop `shutdown`, the workers' shared totals `fleet`, their processes `workers`. Resources (the
-upstream session, the token and worker threads, the capture writer) open and close with the app.
+`exchange`, timeouts `watchdog`, client connections `limits`, buffered bytes `budget`, heavy
+transforms `offload`, the stop `shutdown`, the workers' shared totals `fleet`, their processes
+`workers`. Resources (the upstream session, the token and worker threads, the capture writer)
+open and close with the app.
 """
 
 from __future__ import annotations
@@ -30,17 +31,18 @@ from aiohttp.typedefs import Handler
 
 from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
-from toolslim.observe import capture, drift, fleet, logs, metrics
+from toolslim.observe import capture, drift, fleet, logs, metrics, sessions
 from toolslim.observe.exchange import Ledger
 from toolslim.observe.ledger.book import Export, ToolLedger
 from toolslim.observe.ledger.prices import Prices
 from toolslim.observe.ledger.state import StateFile, keeping
 from toolslim.observe.stats import Stats
 from toolslim.proxy import admin
+from toolslim.proxy import budget as buffers
 from toolslim.proxy.admin import ADMIN, Admin
 from toolslim.proxy.flow import Flow
 from toolslim.proxy.forward import Forwarder, refusal
-from toolslim.proxy.limits import DOOR, ClientLimits, Door
+from toolslim.proxy.limits import CONNECTION_LIMITS, ClientLimits, ConnectionLimits
 from toolslim.proxy.offload import Offload
 from toolslim.proxy.transform import Transform
 from toolslim.proxy.watchdog import Watchdogs
@@ -66,6 +68,7 @@ class ProxyState:
     stats: Stats
     capture: capture.Recorder | None  # None records nothing
     log_lines: logs.BatchedLines | None  # serving: where each request's line goes directly
+    drift_store: drift.Sessions | None  # a worker's: the host's sessions; None: this process's
     pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = field(default_factory=set)
 
 
@@ -157,24 +160,34 @@ def make_app(
         tokens_pending=lambda: len(pending),
         capture_counts=None if recorder is None else functools.partial(_capture_counts, recorder),
     )
-    # Connections come in through the door when `serve` listens (a test server bypasses it,
-    # and the door's middleware then does nothing).
-    door = Door(ClientLimits.of(settings), stats)
-    stats.connection_gauges = door.gauges
+    # With a board, the app is one of several workers: the buffer budget and the drift
+    # sessions are the host's, shared with the others in the board's directory.
+    host_budget = drift_store = None
+    if board is not None:
+        host_budget = buffers.HostBudget(board.folder / buffers.FILE, settings.max_buffered_bytes)
+        drift_store = sessions.opened(board.folder / sessions.FILE, settings.drift_max_sessions)
+    # Connections come in through the limits when `serve` listens (a test server bypasses
+    # them, and their middleware then does nothing).
+    connections = ConnectionLimits(ClientLimits.of(settings), stats, host_budget)
+    stats.connection_gauges = connections.gauges
     # The handlers rely on both: request bodies arrive as sent (a gzip body is forwarded
     # byte-identical unless changed), and a client that goes away cancels its handler at once.
     app = web.Application(
         handler_args={
             "auto_decompress": False,
             "handler_cancellation": True,
-            **door.handler_args(),
+            **connections.handler_args(),
         },
-        middlewares=[door.middleware, _reverse_proxy_only],
+        middlewares=[connections.middleware, _reverse_proxy_only],
     )
     if recorder is not None:
         app.on_cleanup.append(_close_capture)
-    app[FORWARDING] = ProxyState(settings, pipeline, stats, recorder, log_lines, pending)
-    app[DOOR] = door
+    app[FORWARDING] = ProxyState(
+        settings, pipeline, stats, recorder, log_lines, drift_store, pending
+    )
+    app[CONNECTION_LIMITS] = connections
+    if host_budget is not None:
+        app.on_cleanup.append(lambda app: _close_shared(host_budget, drift_store))
     if board is None:
         app[ADMIN] = Admin(stats, metrics.make_registry(stats), settings.admin_token)
     else:
@@ -215,6 +228,7 @@ async def _serving(app: web.Application) -> AsyncIterator[None]:
         state.log_lines,
         drift_sessions=settings.drift_max_sessions,
         drift_kept_bytes=settings.memo_bytes // drift.KEPT_SHARE,
+        drift_store=state.drift_store,
     )
     # The worker thread's own pipeline: the memo is not thread-safe (see offload).
     offload = Offload(_pipeline(settings))
@@ -226,7 +240,7 @@ async def _serving(app: web.Application) -> AsyncIterator[None]:
         settings.max_catalogue_bytes,
         offload,
     )
-    door = app[DOOR]
+    connections = app[CONNECTION_LIMITS]
     handlers = app[HANDLERS]
     async with (
         _session(connector, timeout) as session,
@@ -246,8 +260,8 @@ async def _serving(app: web.Application) -> AsyncIterator[None]:
             watchdogs,
             ledger,
             transform,
-            limits=door.limits,
-            budget=door.budget,
+            limits=connections.limits,
+            budget=connections.budget,
             offload=offload,
         )
         handlers.relay = Relay(settings, state.stats, websockets, ledger, transform, watchdogs)
@@ -294,6 +308,12 @@ def _session(
         trust_env=False,
         raise_for_status=raise_for_status,
     )
+
+
+async def _close_shared(budget: buffers.HostBudget, store: sessions.SharedSessions | None) -> None:
+    budget.close()
+    if store is not None:
+        store.close()
 
 
 def _capture_counts(recorder: capture.Recorder) -> tuple[int, int, int]:

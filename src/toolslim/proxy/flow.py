@@ -21,6 +21,7 @@ from yarl import URL
 from toolslim.core.entry import SkipReason
 from toolslim.observe.exchange import Exchange
 from toolslim.observe.health import ANSWER_HEAD
+from toolslim.proxy.budget import Budget
 from toolslim.proxy.forward import (
     OBSERVED_DECODED,
     Body,
@@ -30,7 +31,6 @@ from toolslim.proxy.forward import (
     error_response,
     refusal,
 )
-from toolslim.proxy.limits import BufferBudget
 from toolslim.proxy.transform import BUSY
 from toolslim.proxy.watchdog import Stalled, Watchdog
 from toolslim.wire.errors import HeadersTimeout, translate
@@ -46,7 +46,7 @@ class Hold:
 
     __slots__ = ("_budget", "held")
 
-    def __init__(self, budget: BufferBudget) -> None:
+    def __init__(self, budget: Budget) -> None:
         self._budget = budget
         self.held = 0
 

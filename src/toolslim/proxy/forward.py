@@ -18,7 +18,8 @@ from toolslim.core.envelope import Piece, joined
 from toolslim.core.pipeline import Pipeline
 from toolslim.observe.exchange import Ledger
 from toolslim.observe.stats import Stats
-from toolslim.proxy.limits import MAX_BUFFERED_BYTES, BufferBudget, ClientLimits
+from toolslim.proxy.budget import Budget, BufferBudget
+from toolslim.proxy.limits import MAX_BUFFERED_BYTES, ClientLimits
 from toolslim.proxy.offload import Offload
 from toolslim.proxy.transform import Transform
 from toolslim.proxy.watchdog import Watchdogs
@@ -54,7 +55,7 @@ class Forwarder:
     ledger: Ledger
     transform: Transform
     limits: ClientLimits = field(default_factory=ClientLimits)
-    budget: BufferBudget = field(default_factory=lambda: BufferBudget(MAX_BUFFERED_BYTES))
+    budget: Budget = field(default_factory=lambda: BufferBudget(MAX_BUFFERED_BYTES))
     offload: Offload | None = None  # None observes every answer on the loop
     # Set when the shutdown grace is over (app.grace_over): the requests still in flight are
     # cut next, by the shutdown, not by their clients.

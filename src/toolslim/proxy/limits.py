@@ -1,8 +1,8 @@
-"""The door: how client connections are let in and held to nginx-like limits, so that a slow,
-idle or hostile client can never lock out one that sends its request promptly.
+"""Client connection limits: how connections are let in and held to nginx-like limits, so that
+a slow, idle or hostile client can never lock out one that sends its request promptly.
 
-aiohttp runs each connection; the door wraps its protocol to see a connection open, send
-bytes and close, and its middleware marks the time a request is being handled. It holds: a
+aiohttp runs each connection; `ConnectionLimits` wraps its protocol to see a connection open,
+send bytes and close, and its middleware marks the time a request is being handled. It holds: a
 time for a client to send complete request headers, a keep-alive idle time, the number of
 open connections (at the limit a slow or idle one makes room), a budget for buffered request
 bodies, and aiohttp's server log, which would quote a malformed request.
@@ -27,8 +27,9 @@ from aiohttp.typedefs import Handler
 from toolslim.config.settings import DEFAULTS, Settings
 from toolslim.observe import logs
 from toolslim.observe.stats import Stats
+from toolslim.proxy.budget import Budget, BufferBudget
 
-log = logging.getLogger("toolslim.door")
+log = logging.getLogger("toolslim.proxy.limits")
 
 # The settings' defaults (config.OPTIONS): nginx's client_header_timeout, client_body_timeout
 # (the gap between two reads) and keepalive_timeout.
@@ -41,7 +42,7 @@ MAX_BUFFERED_BYTES: Final[int] = DEFAULTS["max_buffered_bytes"]
 FILES_RESERVED: Final = 64
 _UNLIMITED_FILES: Final = 1 << 20  # what RLIM_INFINITY counts as
 
-# The reasons a client connection is closed by the door (the keys of connections.closed).
+# The reasons a client connection is closed by the limits (the keys of connections.closed).
 CLOSE_REASONS: Final = ("evicted", "headers_timeout", "keepalive_timeout", "refused")
 # At the limit with nothing idle to close: the answer before closing (it is written before
 # the request is read, so it names no API and has no error shape).
@@ -53,7 +54,7 @@ _REFUSED: Final = (
 
 @dataclass(frozen=True, slots=True)
 class ClientLimits:
-    """Seconds and counts the door holds clients to. `max_connections` None derives it from
+    """Seconds and counts clients are held to. `max_connections` None derives it from
     the process's descriptor limit (`derived_max_connections`)."""
 
     headers: float = HEADERS_SECONDS
@@ -64,12 +65,18 @@ class ClientLimits:
 
     @classmethod
     def of(cls, settings: Settings) -> ClientLimits:
+        """One serving process's limits: with workers, each gets its share of a configured
+        `max_connections` (auto derives from each worker's own descriptor limit, which is per
+        process), while `max_buffered_bytes` stays the host's (see `HostBudget`)."""
         timeouts = settings.timeouts
+        connections = settings.max_connections
+        if connections is not None:
+            connections = max(1, connections // max(1, settings.workers))
         return cls(
             timeouts.client_headers,
             timeouts.client_body_idle,
             timeouts.client_keepalive,
-            settings.max_connections,
+            connections,
             settings.max_buffered_bytes,
         )
 
@@ -85,52 +92,30 @@ def derived_max_connections(files: int | None = None) -> int:
     return max(1, (files - FILES_RESERVED) // 2)
 
 
-class BufferBudget:
-    """Request body bytes held in memory at once, over every connection. A body that does not
-    fit streams through untouched instead (skipped `busy`): it is never refused for it."""
-
-    __slots__ = ("capacity", "held")
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.held = 0
-
-    def take(self, size: int) -> bool:
-        """Reserve `size` bytes, or take nothing and return False when they do not fit."""
-        if self.held + size > self.capacity:
-            return False
-        self.held += size
-        return True
-
-    def give(self, size: int) -> None:
-        """Return bytes taken earlier."""
-        self.held -= size
-
-
 class State(Enum):
     READING = "reading"  # has not sent complete request headers yet (or nothing at all)
     BUSY = "busy"  # a request is being handled (a WebSocket: for as long as it is open)
     IDLE = "idle"  # keep-alive, between requests
-    CLOSING = "closing"  # closed by the door, not yet gone
+    CLOSING = "closing"  # closed by the limits, not yet gone
 
 
 class Connection(asyncio.Protocol):
-    """One client connection: aiohttp's protocol inside, the door's state around it. Every
-    call is handed on; the door only watches (and closes the transport)."""
+    """One client connection: aiohttp's protocol inside, its limits' state around it.
+    Every call is handed on; the limits only watch (and closes the transport)."""
 
-    __slots__ = ("_door", "inner", "since", "state", "transport")
+    __slots__ = ("_limits", "inner", "since", "state", "transport")
 
-    def __init__(self, door: Door, inner: asyncio.Protocol) -> None:
-        self._door = door
+    def __init__(self, limits: ConnectionLimits, inner: asyncio.Protocol) -> None:
+        self._limits = limits
         self.inner: asyncio.Protocol | None = inner
         self.transport: asyncio.Transport | None = None
         self.state = State.READING
-        self.since = 0.0  # when it entered its state (the door's loop clock)
+        self.since = 0.0  # when it entered its state (the limits' loop clock)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (write, close), whatever its class: uvloop's are not asyncio's.
         self.transport = cast(asyncio.Transport, transport)
-        if not self._door.arrived(self):
+        if not self._limits.arrived(self):
             self.inner = None  # refused: aiohttp never hears of it
             return
         assert self.inner is not None
@@ -138,7 +123,7 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self.state is State.IDLE:
-            self._door.reading(self)
+            self._limits.reading(self)
         if self.inner is not None:
             self.inner.data_received(data)
 
@@ -146,7 +131,7 @@ class Connection(asyncio.Protocol):
         return self.inner.eof_received() if self.inner is not None else None
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._door.gone(self)
+        self._limits.gone(self)
         if self.inner is not None:
             self.inner.connection_lost(exc)
 
@@ -159,21 +144,22 @@ class Connection(asyncio.Protocol):
             self.inner.resume_writing()
 
 
-class Door:
+class ConnectionLimits:
     """The client connections of one serving process, and the limits they are held to.
 
-    `listen` serves aiohttp's server through the door; `middleware` (in the app) marks each
+    `listen` serves aiohttp's server through the limits; `middleware` (in the app) marks each
     request's handling. Connections that have not sent complete request headers and idle
     keep-alive ones wait in two queues, oldest first: a round every `period` seconds closes
     those past their limit, and at the connection limit the oldest of them makes room (see
     `_make_room`).
     """
 
-    def __init__(self, limits: ClientLimits, stats: Stats) -> None:
+    def __init__(self, limits: ClientLimits, stats: Stats, budget: Budget | None = None) -> None:
         self.limits = limits
         self.stats = stats
         self.max_connections = limits.max_connections or derived_max_connections()
-        self.budget = BufferBudget(limits.max_buffered_bytes)
+        # A worker's is the host's, shared with the other workers.
+        self.budget: Budget = budget or BufferBudget(limits.max_buffered_bytes)
         self.open = 0  # connections let in and not closed yet
         self.busy = 0  # of them, handling a request
         self.draining = False
@@ -198,13 +184,17 @@ class Door:
         backlog: int = 1024,
     ) -> None:
         """Accept connections on host:port (each address it resolves to), or on a listening
-        `sock`, for aiohttp's `server` (an AppRunner's `.server`), through the door."""
+        `sock` (taken over: closed when listening stops), for aiohttp's `server` (an
+        AppRunner's `.server`), through the limits."""
         loop = self._loop = asyncio.get_running_loop()
 
         def factory() -> Connection:
             return Connection(self, server())
 
-        socks = [sock] if sock is not None else listening(loop, host, port, backlog)
+        if sock is None:
+            socks = listening(loop, host, port, backlog)
+        else:
+            socks = [sock if isinstance(sock, PacedListener) else PacedListener(loop, sock)]
         for listener in socks:
             self._servers.append(await loop.create_server(factory, sock=listener, backlog=backlog))
         if self._timer is None:
@@ -216,7 +206,7 @@ class Door:
             "open": self.open,
             "busy": self.busy,
             "max": self.max_connections,
-            "buffered_bytes": self.budget.held,
+            "buffered_bytes": self.budget.own,  # the workers' add up to the host's
             "max_buffered_bytes": self.budget.capacity,
         }
 
@@ -254,7 +244,7 @@ class Door:
 
     def handler_args(self) -> dict[str, Any]:
         """What aiohttp's protocol is built with: the log that never quotes a request, and
-        its own keep-alive timer as a backstop that the door's rounds always beat."""
+        its own keep-alive timer as a backstop that the limits' rounds always beat."""
         return {
             "logger": ServerLog(log, self._throttle),
             "keepalive_timeout": self.limits.keepalive + self.limits.headers,
@@ -263,7 +253,7 @@ class Door:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Mark the connection busy while its request is handled (a no-op for a connection
-        that did not come through the door, as in tests that serve the app themselves)."""
+        that did not come through the limits, as in tests that serve the app themselves)."""
         transport = request.transport
         connection = transport.get_protocol() if transport is not None else None
         if not isinstance(connection, Connection) or connection.state is State.CLOSING:
@@ -297,7 +287,7 @@ class Door:
     def gone(self, connection: Connection) -> None:
         """The connection closed, by either side."""
         state = connection.state
-        if state is State.CLOSING:  # closed by the door, and counted then
+        if state is State.CLOSING:  # closed by the limits, and counted then
             return
         self._reading.pop(connection, None)
         self._idle.pop(connection, None)
@@ -381,7 +371,7 @@ class Door:
             )
 
     def _close(self, connection: Connection, reason: str | None = None) -> None:
-        """Close a connection the door has taken out of its queue."""
+        """Close a connection the limits have taken out of its queue."""
         connection.state = State.CLOSING
         self.open -= 1
         if reason is not None:
@@ -497,4 +487,4 @@ def _exception(exc_info: object) -> BaseException | None:
     return None
 
 
-DOOR: Final = web.AppKey("door", Door)
+CONNECTION_LIMITS: Final = web.AppKey("connection_limits", ConnectionLimits)

@@ -17,7 +17,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 from toolslim.core.pipeline import Pipeline
 
 # Jobs queued or running at once; beyond, the caller does without (a body goes on untouched,
-# skipped `busy`). Each one's body is also held to the buffer budget (limits.BufferBudget).
+# skipped `busy`). Each one's body is also held to the buffer budget (budget.BufferBudget).
 MAX_JOBS: Final = 64
 
 P = ParamSpec("P")

@@ -37,6 +37,7 @@ from toolslim.config.settings import Settings
 from toolslim.core.envelope import joined
 from toolslim.observe import advice
 from toolslim.observe.exchange import Exchange, Ledger
+from toolslim.observe.ledger.chain import Chain, response_id
 from toolslim.observe.stats import Stats
 from toolslim.proxy.forward import error_response
 from toolslim.proxy.transform import Transform
@@ -137,10 +138,11 @@ def close_code(code: object) -> int:
 
 @dataclass(slots=True)
 class _Response:
-    """One `response.create` in flight: its record and the reader of its usage."""
+    """One `response.create` in flight: its record, the reader of its usage, its id."""
 
     exchange: Exchange
     reader: UsageReader
+    ident: bytes | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -153,6 +155,7 @@ class RelayedWebSocket:
     client: web.WebSocketResponse
     upstream: ClientWebSocketResponse[Literal[False]]
     inflight: deque[_Response] = field(default_factory=deque)
+    chain: Chain = field(default_factory=Chain)  # for the tool ledger
     last: float = 0.0
     draining: bool = False
     closed_by: ClosedBy | None = None
@@ -256,6 +259,8 @@ class RelayedWebSocket:
         # A message has no headers of its own: no Content-Encoding, no signature.
         rewritten = await self.relay.transform(exchange, data)
         pieces = rewritten.pieces
+        if not rewritten.report.catalogues:
+            exchange.continued = self.chain.continued(data)
         out = data if pieces == (data,) else joined(pieces)
         exchange.sent = True
         exchange.overhead = time.perf_counter() - received
@@ -271,9 +276,14 @@ class RelayedWebSocket:
             response.reader.feed(data)
             exchange = response.exchange
             kind = event_type(data)
-            if kind in _TERMINAL:
+            if kind == b"response.created":
+                response.ident = response_id(data)
+            elif kind in _TERMINAL:
                 self.inflight.popleft()
                 exchange.status = 200 if kind != b"error" else _error_status(data)
+                if kind != b"error" and exchange.report is not None:
+                    in_prompt = exchange.report.catalogues or exchange.continued
+                    self.chain.remember(response.ident, in_prompt)
                 exchange.observer = response.reader
                 exchange.overhead += time.perf_counter() - started
                 self.relay.ledger.finish(exchange)

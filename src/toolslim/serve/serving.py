@@ -1,6 +1,7 @@
-"""Runs the proxy as a process: `serve(settings)` listens through the door until SIGTERM, then
-stops in order (see `shutdown`), in this process or on `workers` gunicorn workers; the log's
-flush and the collector's settings belong to the process, not to the app.
+"""Runs the proxy as a process: `serve(settings)` listens through the connection limits until
+SIGTERM, then stops in order (see `shutdown`), in this process or in each of `workers` gunicorn
+workers alike; the log's flush and the collector's settings belong to the process, not to the
+app.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import contextlib
 import functools
 import gc
 import logging
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Final
@@ -21,7 +23,7 @@ from toolslim.observe import fleet, logs
 from toolslim.observe.ledger.state import StateError, StateFile, open_base
 from toolslim.proxy.admin import ADMIN
 from toolslim.proxy.app import make_app
-from toolslim.proxy.limits import DOOR
+from toolslim.proxy.limits import CONNECTION_LIMITS
 from toolslim.serve import shutdown
 
 log = logging.getLogger("toolslim.proxy.app")  # the name operators' log searches know
@@ -49,7 +51,7 @@ def serve(settings: Settings) -> int:
             state.close()  # each worker writes through its own connection
         return workers.serve(
             settings,
-            functools.partial(worker_runner, settings, log_lines),
+            functools.partial(worker_serving, settings, log_lines),
             log_lines,
             uvloop=uvloop,
             ready=lambda addresses: _announce(settings, addresses, log_lines),
@@ -64,28 +66,74 @@ def serve(settings: Settings) -> int:
         return runner.run(_serve_alone(settings, log_lines, state, base))
 
 
-def _runner(app: web.Application, shutdown_timeout: float) -> web.AppRunner:
+def _runner(app: web.Application) -> web.AppRunner:
     return web.AppRunner(
         app,
         handle_signals=False,
         access_log=None,  # one line per request comes from the Ledger instead
-        shutdown_timeout=shutdown_timeout,
+        # aiohttp is left only the cutting once the grace is over: the limits do the waiting.
+        shutdown_timeout=shutdown.CUT_SECONDS,
     )
 
 
-async def worker_runner(
-    settings: Settings, log_lines: logs.BatchedLines, folder: Path
-) -> web.AppRunner:
-    """One worker's runner (gunicorn's worker sets it up and serves the shared socket)."""
+class Serving:
+    """One serving process (alone, or one of the workers): its app and runner, listening
+    through the app's connection limits, and its stop in order (`shutdown.drain`)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        log_lines: logs.BatchedLines,
+        board: fleet.Board | None = None,
+        *,
+        state: StateFile | None = None,
+        base: dict[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.app = make_app(settings, log_lines, board, state=state, base=base)
+        self.app.cleanup_ctx.insert(0, lambda app: _flushing(log_lines))  # out last
+        self.runner = _runner(self.app)
+        self.connections = self.app[CONNECTION_LIMITS]
+
+    async def start(self) -> None:
+        """Set the app up (its resources open), then tune the collector for requests."""
+        await self.runner.setup()
+        tune_gc()
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(logs.LoopErrors(log, logs.Throttle(log)))
+
+    async def listen(self, sock: socket.socket | None = None) -> None:
+        """Accept on the settings' host and port, or on a listening `sock` (a worker's
+        share of gunicorn's), through the connection limits."""
+        assert self.runner.server is not None
+        settings = self.settings
+        await self.connections.listen(
+            self.runner.server, settings.host, settings.port, sock=sock, backlog=1024
+        )
+
+    async def stop(self) -> None:
+        """The shutdown sequence (see `shutdown`), from the first signal on."""
+        settings = self.settings
+        log.info(
+            "shutting down: /readyz answers 503; accepting for %g s more, then requests in "
+            "flight get up to %g s",
+            settings.shutdown_delay,
+            settings.shutdown_grace,
+        )
+        await shutdown.drain(
+            self.runner,
+            self.connections,
+            delay=settings.shutdown_delay,
+            grace=settings.shutdown_grace,
+            not_ready=functools.partial(_set_not_ready, self.app),
+        )
+
+
+def worker_serving(settings: Settings, log_lines: logs.BatchedLines, folder: Path) -> Serving:
+    """What one worker serves (gunicorn's worker starts it, listens on its sockets and stops
+    it as one process does)."""
     state = StateFile(settings.state_file) if settings.state_file else None
-    app = make_app(settings, log_lines, fleet.Board(folder), state=state)
-    app.cleanup_ctx.insert(0, lambda app: _flushing(log_lines))  # out last: the drain's lines
-    app.on_startup.append(lambda app: _tuned_gc())
-    return _runner(app, settings.shutdown_grace)  # gunicorn's worker waits the grace itself
-
-
-async def _tuned_gc() -> None:
-    tune_gc()
+    return Serving(settings, log_lines, fleet.Board(folder), state=state)
 
 
 async def _flushing(log_lines: logs.BatchedLines) -> AsyncIterator[None]:
@@ -103,45 +151,23 @@ async def _serve_alone(
     state: StateFile | None,
     base: dict[str, Any] | None,
 ) -> int:
-    app = make_app(settings, log_lines, state=state, base=base)
-    # aiohttp is left only the cutting once the grace is over: the door does the waiting.
-    runner = _runner(app, shutdown.CUT_SECONDS)
-    await runner.setup()
-    tune_gc()
-    loop = asyncio.get_running_loop()
-    loop.set_exception_handler(logs.LoopErrors(log, logs.Throttle(log)))
-    door = app[DOOR]
-    assert runner.server is not None
+    serving = Serving(settings, log_lines, state=state, base=base)
+    await serving.start()
     try:
-        await door.listen(runner.server, settings.host, settings.port, backlog=1024)
+        await serving.listen()
     except OSError as exc:
         log.error("cannot listen on %s:%s: %s", settings.host, settings.port, exc.strerror)
-        door.close()
-        await runner.cleanup()
+        serving.connections.close()
+        await serving.runner.cleanup()
         return 1
-    signals = shutdown.Signals(loop, log_lines.flush)
-    _announce(settings, [f"http://{a[0]}:{a[1]}" for a in door.addresses], log_lines)
-    flushing = asyncio.create_task(flush_every_second(log_lines))
+    signals = shutdown.Signals(asyncio.get_running_loop(), log_lines.flush)
+    addresses = serving.connections.addresses
+    _announce(settings, [f"http://{a[0]}:{a[1]}" for a in addresses], log_lines)
     try:
         await signals.received.wait()
-        log.info(
-            "shutting down: /readyz answers 503; accepting for %g s more, then requests in "
-            "flight get up to %g s",
-            settings.shutdown_delay,
-            settings.shutdown_grace,
-        )
         log_lines.flush()
-        await shutdown.drain(
-            runner,
-            door,
-            delay=settings.shutdown_delay,
-            grace=settings.shutdown_grace,
-            not_ready=functools.partial(_set_not_ready, app),
-        )
+        await serving.stop()
     finally:
-        flushing.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await flushing
         log_lines.flush()
     signals.close()
     return 0

@@ -3,7 +3,8 @@ load balancers to notice), then no new connections, the requests in flight given
 `shutdown_grace` to finish, the rest cut; a second signal exits at once with status 1.
 
 aiohttp's own shutdown waits up to its timeout for handlers and then as long again for the
-cancelled ones, so the door does the waiting and aiohttp is left only the cutting.
+cancelled ones, so the connection limits do the waiting and aiohttp is left only the
+cutting. A worker of `serve --workers N` stops the same way, on its own share of the socket.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Final
 
 from aiohttp import web
 
-from toolslim.proxy.limits import Door
+from toolslim.proxy.limits import ConnectionLimits
 
 log = logging.getLogger("toolslim.proxy.app")
 
@@ -58,7 +59,7 @@ class Signals:
 
 async def drain(
     runner: web.AppRunner,
-    door: Door,
+    connections: ConnectionLimits,
     *,
     delay: float,
     grace: float,
@@ -71,14 +72,14 @@ async def drain(
     not_ready()
     if delay:
         await asyncio.sleep(delay)
-    door.stop_listening()
-    door.drain()
+    connections.stop_listening()
+    connections.drain()
     assert runner.server is not None
     runner.server.pre_shutdown()  # a busy connection closes after its response
     await runner.shutdown()  # the app's on_shutdown: WebSockets close after their response
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(grace):
-            await door.quiet()
+            await connections.quiet()
     started = time.monotonic()
     try:
         async with asyncio.timeout(CLEANUP_SECONDS):
@@ -86,4 +87,4 @@ async def drain(
     except TimeoutError:
         log.warning("shutdown: cleanup cut short after %.1f s", time.monotonic() - started)
     finally:
-        door.close()
+        connections.close()

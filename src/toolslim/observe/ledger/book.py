@@ -27,6 +27,9 @@ MAX_CATALOGUES: Final = 1024  # catalogues whose tool facts are kept
 SESSIONS_KEPT: Final = 64  # sessions told apart per row; beyond, a row's count stops there
 MAX_NAMES: Final = 100  # names of unknown calls, models unpriced and cache-miss reasons kept
 DAY_SECONDS: Final = 86_400
+# The Responses namespace whose members a call may name without it: Codex 0.171 runs a bare
+# `exec` of `functions`, and answers a bare `sleep` of `clock` "unsupported call: sleep".
+DEFAULT_NAMESPACE: Final = "functions"
 
 
 def day_of(when: float) -> str:
@@ -225,8 +228,8 @@ class ToolLedger:
             every = frozenset(catalogue.tools.names)
             members: dict[str, str | None] = {}
             for full in every:
-                _, slash, bare = full.rpartition("/")
-                if slash:  # a namespace member: a call may name it bare (one namespace holds it)
+                group, _, bare = full.rpartition("/")
+                if group == DEFAULT_NAMESPACE:  # a call may name its members bare
                     members[bare] = full if bare not in members else None
             names = (every, members)
             if len(self.names) >= MAX_CATALOGUES:
@@ -284,7 +287,7 @@ class ToolLedger:
         return live if self.base is None else merge([self.base, live])
 
 
-# A catalogue's tool names, and its namespace members by bare name (None: in two namespaces).
+# A catalogue's tool names, and its `functions` members by bare name (None: named twice).
 Names = tuple[frozenset[str], dict[str, str | None]]
 
 
@@ -292,7 +295,8 @@ def _offered_as(
     tool: str, name: str, namespace: str | None, offered: Sequence[Names]
 ) -> str | None:
     """The offered tool a call names: by its full name, else (a call that names no namespace)
-    the one namespace member of that bare name; None when the request offered none."""
+    the one member of that bare name of the `functions` namespace; None when the request
+    offered none."""
     for every, _ in offered:
         if tool in every:
             return tool
