@@ -27,7 +27,14 @@ WAIT_SECONDS = 15
 
 
 # data-format -> (scale, decimals), as documented in docs/stats.md
-FORMATS = {"int": (1, 0), "ms": (1000, 2), "ms0": (1000, 0), "dec1": (1, 1), "dec2": (1, 2)}
+FORMATS = {
+    "int": (1, 0),
+    "ms": (1000, 2),
+    "ms0": (1000, 0),
+    "dec1": (1, 1),
+    "dec2": (1, 2),
+    "dec4": (1, 4),
+}
 
 
 def find_executable(*candidates: str) -> str | None:

@@ -185,6 +185,9 @@ def expected_samples(snap: dict[str, Any]) -> tuple[dict[Sample, float], set[str
             out[sample] = out.get(sample, 0) + value
         sample = one("toolslim_tool_unused", server=server)
         out[sample] = max(out.get(sample, 0), int(row["unused"]))
+    memory = snap["tools"]["memory"]
+    put("tools.memory.bytes", one("toolslim_tool_ledger_bytes"), memory["bytes"])
+    put("tools.memory.max_bytes", one("toolslim_tool_ledger_capacity_bytes"), memory["max_bytes"])
     lint = snap["lint"]
     put("lint.requests", one("toolslim_lint_flagged_requests_total"), lint["requests"])
     for rule, counts in lint["rules"].items():

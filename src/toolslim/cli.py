@@ -94,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="FILE",
         help="a capture (JSON Lines from serve --capture) or a request body (JSON); other"
-        " files are skipped and counted on stderr",
+        " files are skipped, each named on stderr with why",
     )
     report.add_argument("--config", metavar="FILE", help="YAML settings (or $TOOLSLIM_CONFIG)")
     report.add_argument(
@@ -103,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--verbose",
         action="store_true",
-        help="name each skipped file that is not a request body or capture, and why",
+        help="also name each capture line that was skipped, by its number, and why",
     )
     _add_flags(report, _REPORT_FLAGS)
 

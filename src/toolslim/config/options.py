@@ -315,7 +315,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "catalogue): the least recently used entries go first, whichever of `memo_size` and "
         "this bound is reached. The worker thread that takes bodies over 1 MiB keeps a memo "
         "of its own with the same bounds; drift keeps the facts of previous catalogues "
-        "within a quarter of it.",
+        "within a quarter of it, and the tool ledger its rows and tool facts within another "
+        "quarter (/stats `tools.memory`).",
     ),
     Option(
         name="pool_size",

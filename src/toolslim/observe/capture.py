@@ -1,5 +1,6 @@
 """Request capture for `toolslim serve --capture DIR`: JSON Lines written by one background
-thread, credentials redacted, rotated by size. `record()` never blocks and never raises.
+thread, credentials redacted, rotated by size; each line can carry the tool calls its answer
+made. `record()`, `hold()` and `Held.answered()` never block and never raise.
 
 Must not import aiohttp: the app hands plain values in.
 """
@@ -12,13 +13,15 @@ import logging
 import queue
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 from urllib.parse import unquote_plus
 
 import orjson
+
+from toolslim.core.owners import server_of
 
 log = logging.getLogger("toolslim.observe.capture")
 
@@ -43,6 +46,8 @@ CREDENTIAL_PARTS = (
 _FILE_NAME = re.compile(r"^toolslim-capture-(\d{8}T\d{6}Z)-(\d+)\.jsonl$")
 
 Headers = Mapping[str, str] | Iterable[tuple[str, str]]
+# A tool call as the answer names it: (name, Responses namespace or None).
+Call = tuple[str, str | None]
 
 
 class _Request(NamedTuple):
@@ -54,6 +59,7 @@ class _Request(NamedTuple):
     headers: list[tuple[str, str]]
     body: bytes
     forwarded: bytes
+    calls: Sequence[Call] | None = None  # None: the answer was not read (or not awaited)
 
 
 _STOP = object()
@@ -118,7 +124,41 @@ def capture_line(request: _Request, *, store_bodies: bool) -> bytes:
         line.update(_encoded("body", request.body))
         if request.forwarded != request.body:
             line.update(_encoded("forwarded", request.forwarded))
+    if request.calls is not None:
+        line["calls"] = [_call(name, namespace) for name, namespace in request.calls]
     return orjson.dumps(line) + b"\n"
+
+
+def _call(name: str, namespace: str | None) -> dict[str, str]:
+    """One tool call of the answer: its name (and namespace) as the answer spells them, and
+    the MCP server that owns it (`builtin` for the client's own tools)."""
+    call = {"name": name, "server": server_of(name, namespace)}
+    if namespace is not None:
+        call["namespace"] = namespace
+    return call
+
+
+class Held:
+    """A request `Recorder.hold()` took, written once its answer is read: `answered()` queues
+    it with the answer's tool calls. A request never answered is never written."""
+
+    __slots__ = ("_recorder", "_request")
+
+    def __init__(self, recorder: Recorder, request: _Request) -> None:
+        self._recorder = recorder
+        self._request: _Request | None = request
+
+    def answered(self, calls: Iterable[Call] | None) -> None:
+        """Queue the request with the tool calls its answer made (`[]`: none; None: the answer
+        was not read, as for a request that is no model call). Once; never raises."""
+        request, self._request = self._request, None
+        if request is None:
+            return
+        try:
+            found = None if calls is None else [(str(n), ns) for n, ns in calls]
+        except Exception:  # a request is still worth its line without its calls
+            found = None
+        self._recorder._enqueue(request._replace(calls=found))
 
 
 class Recorder:
@@ -176,11 +216,49 @@ class Recorder:
         forwarded: bytes,
     ) -> None:
         """Queue one request for writing; returns at once, never raises."""
+        request = self._taken(method, path, query, upstream, headers, body, forwarded)
+        if request is not None:
+            self._enqueue(request)
+
+    def hold(
+        self,
+        *,
+        method: str,
+        path: str,
+        query: str,
+        upstream: str,
+        headers: Headers,
+        body: bytes,
+        forwarded: bytes,
+    ) -> Held | None:
+        """Take one request now (its time is now), to be queued by `Held.answered()` with the
+        tool calls of its answer; None when it could not be taken (counted as dropped)."""
+        request = self._taken(method, path, query, upstream, headers, body, forwarded)
+        return None if request is None else Held(self, request)
+
+    def _taken(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        upstream: str,
+        headers: Headers,
+        body: bytes,
+        forwarded: bytes,
+    ) -> _Request | None:
         try:
             pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
             ts = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-            request = _Request(ts, method, path, query, upstream, pairs, body, forwarded)
-            size = len(body) + len(forwarded)
+            return _Request(ts, method, path, query, upstream, pairs, body, forwarded)
+        except Exception:  # the request path must never see a capture failure
+            with self._lock:
+                self.dropped += 1
+            self._log_once("enqueue", "capture: could not queue a request", exc_info=True)
+            return None
+
+    def _enqueue(self, request: _Request) -> None:
+        try:
+            size = len(request.body) + len(request.forwarded)
             with self._lock:
                 if self._closed or self._pending + size > self.max_pending_bytes:
                     self.dropped += 1

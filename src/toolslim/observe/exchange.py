@@ -80,6 +80,7 @@ class Exchange:
     disconnected: bool = False
     cut_by_shutdown: bool = False  # in flight when the shutdown grace ended
     failure: str = ""  # upstream error kind, if any
+    capture: capture.Held | None = None  # its capture line, written once its answer is read
     # A WebSocket follow-up without a catalogue: those of the response it continues, still in
     # the model's prompt (ledger.chain); the tool ledger counts them as offered again.
     continued: tuple[CatalogueFacts, ...] = ()
@@ -102,10 +103,11 @@ def is_model_call(exchange: Exchange) -> bool:
 
 
 def record(recorder: capture.Recorder, exchange: Exchange, forwarded: bytes) -> None:
-    """Queue the request for the capture (non-blocking; it redacts credentials in the headers
-    and the query): the body as received and as forwarded."""
+    """Take the request for the capture (non-blocking; it redacts credentials in the headers
+    and the query): the body as received and as forwarded. Its line is queued when the
+    exchange is counted, with the tool calls of its answer."""
     path, _, query = exchange.route.target.partition("?")
-    recorder.record(
+    exchange.capture = recorder.hold(
         method=exchange.method,
         path=path,
         query=query,
@@ -131,7 +133,7 @@ class Ledger:
         self,
         stats: Stats,
         loop: asyncio.AbstractEventLoop,
-        pending: set[asyncio.Future[dict[str, tuple[int, int]]]],
+        pending: set[asyncio.Future[Any]],
         log_lines: logs.BatchedLines | None = None,
         *,
         drift_sessions: int = DRIFT_MAX_SESSIONS,
@@ -140,7 +142,9 @@ class Ledger:
     ) -> None:
         self.stats = stats
         self._loop = loop
-        self.pending = pending  # token counts still running, awaited by `drain`
+        # Token counts still running, awaited by `drain`: the catalogues' (at most
+        # MAX_COUNTING) and the tool ledger's per-tool ones (_tool_counts, as many at most).
+        self.pending = pending
         self._log_lines = log_lines  # serving: each line goes straight into the batch
         self._finished: list[Exchange] = []
         # One thread tokenizes: new catalogues are rare in real sessions, and under a flood
@@ -161,7 +165,7 @@ class Ledger:
         exchange.counted = cached_tokens(report)
         if exchange.counted is not None:
             return
-        if len(self.pending) >= MAX_COUNTING:
+        if len(self.pending) - len(self._tool_counts) >= MAX_COUNTING:
             self.stats.record_tokens_skipped()
             return
         future = self._loop.run_in_executor(
@@ -224,6 +228,9 @@ class Ledger:
         model_call = is_model_call(exchange)
         owed = observer is not None and model_call  # a response that should have said its usage
         usage = observer.finish() if observer is not None else None
+        if exchange.capture is not None:  # the request's capture line, with its answer's calls
+            calls = observer.calls if observer is not None and model_call else None
+            exchange.capture.answered(calls)
         catalogue = None
         if exchange.report.catalogues:
             miss = observer.cache_miss if observer is not None else None
@@ -301,10 +308,12 @@ class Ledger:
                 self._counter, tool_facts, facts.forwarded, tokens.count_tokens
             )
             self._tool_counts.add(future)
+            self.pending.add(future)  # requests.tokens_pending: `tools` catches up at 0
             future.add_done_callback(functools.partial(self._tools_counted, facts.digest))
 
     def _tools_counted(self, digest: bytes, done: asyncio.Future[ToolFacts]) -> None:
         self._tool_counts.discard(done)
+        self.pending.discard(done)
         if done.cancelled() or done.exception() is not None:
             self.stats.tools.forget(digest)
             return
@@ -340,9 +349,8 @@ class Ledger:
     async def drain(self, timeout: float) -> None:
         """Let the token counts still running land in the stats, then stop the thread."""
         self.count_finished()
-        if self.pending or self._tool_counts:
-            waiting: list[asyncio.Future[Any]] = [*self.pending, *self._tool_counts]
-            await asyncio.wait(waiting, timeout=timeout)
+        if self.pending:
+            await asyncio.wait(set(self.pending), timeout=timeout)
         self._counter.shutdown(wait=False, cancel_futures=True)
 
     def _tokens_counted(

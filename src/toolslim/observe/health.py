@@ -25,6 +25,11 @@ log = logging.getLogger("toolslim.proxy.lint")
 
 FINDINGS_KEPT: Final = 50  # distinct findings /stats lists, newest first
 LINTED: Final = 256  # (catalogue, API) pairs whose findings are remembered (and warned about)
+# ... and the bytes they may take, estimated: a pair's key and slot, and each finding (its
+# texts: detail and fix run to a few hundred characters).
+LINTED_BYTES: Final = 2**20
+PAIR_BYTES: Final = 250
+FINDING_BYTES: Final = 600
 ANSWER_HEAD: Final = 16 * 1024  # bytes of a 400 answer kept to read the tool it names
 ANSWER_DECODED: Final = 64 * 1024  # of a compressed one, decoded bytes read at most
 UNEXPLAINED: Final = "unexplained"
@@ -45,6 +50,8 @@ class Health:
         self.requests = 0
         self.by_rule = {rule: [0, 0] for rule in RULES}  # requests, upstream rejections
         self.unexplained = 0
+        self.held = 0  # bytes the Linter's remembered findings take (estimated)
+        self.max_bytes = LINTED_BYTES
         # (rule, provider, tool, detail) -> the finding as /stats lists it, oldest first.
         self.findings: OrderedDict[tuple[str, str, str, str], dict[str, Any]] = OrderedDict()
 
@@ -119,8 +126,9 @@ class Linter:
     """Finds each request's lint findings (once per catalogue and API) and counts them; reads
     an upstream's 400 to a request for the tool it names and counts the rejection."""
 
-    def __init__(self, health: Health) -> None:
+    def __init__(self, health: Health, max_bytes: int = LINTED_BYTES) -> None:
         self.health = health
+        health.max_bytes = max_bytes
         # (catalogue digest, API) -> its findings: a catalogue met again in new facts (a memo
         # entry that is not the most recent) is not linted again, nor warned about.
         self._linted: OrderedDict[tuple[bytes, str], tuple[Finding, ...]] = OrderedDict()
@@ -159,8 +167,13 @@ class Linter:
         if found is None:  # first seen: found by transform already, or now
             found = facts.findings(api)
             self._linted[key] = found
-            if len(self._linted) > LINTED:
-                self._linted.popitem(last=False)
+            health = self.health
+            health.held += _linted_bytes(found)
+            while len(self._linted) > 1 and (
+                len(self._linted) > LINTED or health.held > health.max_bytes
+            ):  # the least recently used first
+                _, dropped = self._linted.popitem(last=False)
+                health.held -= _linted_bytes(dropped)
             self.health.record_findings(found)
             for finding in found:
                 log.warning("lint %s (%s %s): %s", _line(finding), method, path, finding.fix)
@@ -198,6 +211,10 @@ class Linter:
         else:
             tool = orjson.dumps(named[0]).decode() if named else "no tool"
             log.warning("upstream refused %s (400), unexplained by lint; it names %s", where, tool)
+
+
+def _linted_bytes(found: Sequence[Finding]) -> int:
+    return PAIR_BYTES + FINDING_BYTES * len(found)
 
 
 def explaining(findings: Sequence[Finding], text: str, named: Sequence[str]) -> Finding | None:

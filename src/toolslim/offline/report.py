@@ -24,6 +24,16 @@ from toolslim.core.pipeline import count_tokens as pipeline_tokens
 from toolslim.core.schema import JSON
 from toolslim.core.tokens import count_tokens
 from toolslim.observe.counters import break_even, percentile
+from toolslim.offline.servers import (
+    Call,
+    ServerCounts,
+    calls_of,
+    count,
+    count_calls,
+    merge_servers,
+    owners,
+)
+from toolslim.offline.servers import summarize as summarize_servers
 from toolslim.offline.tables import LOSSY, PERCENTILES, render
 
 # Members of which at least one is in every LLM request body toolslim knows (Anthropic,
@@ -45,19 +55,26 @@ _WS = b" \t\r\n"
 
 @dataclass
 class Requests:
-    """The request bodies read from one file and the lines that could not be replayed."""
+    """The request bodies read from one file (with the line each stands on, 1 for a body
+    file) and the lines that could not be replayed, counted by reason and each with why."""
 
     bodies: list[bytes]
     lines_skipped: Counter[str] = field(default_factory=Counter)
+    lines: list[int] = field(default_factory=list)
+    skipped_at: list[tuple[int, str]] = field(default_factory=list)
+    # Each body's answer's tool calls, where the capture recorded them (its `calls` key).
+    calls: list[list[Call] | None] = field(default_factory=list)
+
+    def skip(self, line: int, why: str) -> None:
+        self.lines_skipped[why] += 1
+        self.skipped_at.append((line, why))
 
 
 @dataclass(frozen=True, slots=True)
 class Unread:
-    """Why a file gave no requests. `foreign`: it is neither a request body nor a capture (a
-    README beside the captures in `captures/*`), which the report sums up in one line."""
+    """Why a file gave no requests."""
 
     why: str
-    foreign: bool = False
 
 
 def read_file(path: str) -> Requests | Unread:
@@ -66,11 +83,11 @@ def read_file(path: str) -> Requests | Unread:
         with open(path, "rb") as handle:
             data = handle.read()
     except IsADirectoryError:
-        return Unread("it is a directory", foreign=True)
+        return Unread("it is a directory")
     except OSError as exc:
         return Unread(f"cannot read it: {exc.strerror or exc}")
     if not data.strip(_WS):
-        return Unread("it is empty", foreign=True)
+        return Unread("it is empty")
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -80,11 +97,11 @@ def read_file(path: str) -> Requests | Unread:
     if isinstance(document, dict):
         if REQUEST_KEYS.isdisjoint(document):
             keys = ", ".join(sorted(REQUEST_KEYS))
-            return Unread(f"it is a JSON object with none of the request members ({keys})", True)
-        return Requests([data])
+            return Unread(f"it is a JSON object with none of the request members ({keys})")
+        return Requests([data], lines=[1], calls=[None])
     kind = "an array" if isinstance(document, list) else "a scalar"
     why = f"it is {kind}, not a request body (a JSON object) or a capture (JSON Lines)"
-    return Unread(why, foreign=True)
+    return Unread(why)
 
 
 def _is_record(value: JSON) -> bool:
@@ -103,26 +120,28 @@ def _read_lines(data: bytes) -> Requests | Unread:
         except orjson.JSONDecodeError as exc:
             if not (records or requests.lines_skipped):
                 first = f"line {number}: {exc.msg}"
-            requests.lines_skipped["not JSON"] += 1
+            requests.skip(number, "not JSON")
             continue
         if not _is_record(record):
-            requests.lines_skipped["not a capture record"] += 1
+            requests.skip(number, "not a capture record")
             continue
         records += 1
         body = _record_body(record)
         if isinstance(body, str):
-            requests.lines_skipped[body] += 1
+            requests.skip(number, body)
         else:
             requests.bodies.append(body)
+            requests.lines.append(number)
+            requests.calls.append(calls_of(record.get("calls")))
     if requests.bodies:
         return requests
     if records:
         why = "its capture records hold no replayable body: " + _reasons(requests.lines_skipped)
         return Unread(why)
     if first is not None:
-        return Unread(f"it is neither JSON nor JSON Lines ({first})", foreign=True)
+        return Unread(f"it is neither JSON nor JSON Lines ({first})")
     why = 'it is JSON Lines without a toolslim capture record (a line with "v", "body_sha256")'
-    return Unread(why, foreign=True)
+    return Unread(why)
 
 
 def _record_body(record: dict[str, JSON]) -> bytes | str:
@@ -155,6 +174,7 @@ class Measured:
     tool_tokens: tuple[int, ...]
     deferred_tools: int = 0
     deferred_tokens: int = 0
+    owners: tuple[tuple[str, bool], ...] = ()  # each leaf tool's server and deferred flag
 
 
 @dataclass
@@ -175,6 +195,8 @@ class FileStats:
     tool_after_lossless: list[int] = field(default_factory=list)  # without toolbudget
     outcomes: dict[str, Counter[str]] = field(default_factory=dict)
     skip_reasons: dict[str, Counter[str]] = field(default_factory=dict)
+    servers: dict[str, ServerCounts] = field(default_factory=dict)
+    answers: int = 0  # requests whose answer's tool calls the capture recorded
 
 
 class Replayer:
@@ -188,8 +210,9 @@ class Replayer:
         if LOSSY in pipeline.names:
             self.lossless = Pipeline([n for n in pipeline.names if n != LOSSY])
 
-    def replay(self, body: bytes, stats: FileStats) -> str | None:
-        """Count one request body into `stats`; or, counting nothing, why it cannot be."""
+    def replay(self, body: bytes, stats: FileStats, calls: list[Call] | None = None) -> str | None:
+        """Count one request body (and the tool calls its answer made, if recorded) into
+        `stats`; or, counting nothing, why it cannot be."""
         output, report, tokens = self._run(body)
         try:
             inputs = [self._measure(c) for c in catalogues(_document(body))]
@@ -221,8 +244,13 @@ class Replayer:
         stats.deferred_saved += deferred
         for measured in inputs:
             stats.tool_before += measured.tool_tokens
+            count(stats.servers, measured.owners, measured.tool_tokens, after=False)
         for measured in outputs:
             stats.tool_after += measured.tool_tokens
+            count(stats.servers, measured.owners, measured.tool_tokens, after=True)
+        if calls is not None:
+            stats.answers += 1
+            count_calls(stats.servers, calls)
         stats.tool_after_lossless += lossless_tools
         return None
 
@@ -248,7 +276,10 @@ class Replayer:
             # As the pipeline counts them: the deferred tools written as one list.
             deferred = deferred_tools(catalogue)
             deferred_tokens = count_tokens(_canonical(deferred)) if deferred else 0
-            measured = Measured(len(leaves), tokens, per_tool, len(deferred), deferred_tokens)
+            owned = owners(catalogue)
+            measured = Measured(
+                len(leaves), tokens, per_tool, len(deferred), deferred_tokens, owned
+            )
             self._measured[key] = measured
         return measured
 
@@ -344,6 +375,7 @@ def summarize(
         "deferred_tools_per_request": stats.deferred_tools / n,
         "deferred_catalogue_tokens_before": stats.deferred_before / n,
         "deferred_tokens_saved_per_request": stats.deferred_saved / n,
+        "servers": summarize_servers(stats.servers, n, stats.input_tokens, stats.answers),
     }
 
 
@@ -363,6 +395,12 @@ def totals(files: Sequence[FileStats]) -> dict[str, Any]:
         "tokens_saved_per_request": saved / requests,
         "saved_percent_of_input": 100 * saved / input_tokens if input_tokens else None,
         "deferred_tokens_saved_per_request": deferred / requests,
+        "servers": summarize_servers(
+            merge_servers(f.servers for f in files),
+            requests,
+            input_tokens,
+            sum(f.answers for f in files),
+        ),
     }
 
 
@@ -386,26 +424,23 @@ def run_report(
     """Replay each file's requests and print the report (or, `as_json`, one JSON list of the
     files' numbers). The multipliers come checked (config.py).
 
-    Files that are neither request bodies nor captures are summed up in one stderr line
-    (listed with `verbose`, and whenever no request could be read); other files that give no
-    request are named with why. Exit status 0 when at least one request was measured, else 2.
+    Each file that gives no request is named on stderr with why, one line each, in the order
+    given; a file with lines that could not be replayed gets one line counting them by reason,
+    and with `verbose` one more line per such line, naming its number. Exit status 0 when at
+    least one request was measured, else 2.
     """
     replayer = Replayer(pipeline)
     summaries = []
     measured: list[FileStats] = []
-    foreign: list[tuple[str, str]] = []
     for name in files:
         requests = read_file(name)
         if isinstance(requests, Unread):
-            if requests.foreign:
-                foreign.append((name, requests.why))
-            else:
-                print(f"toolslim report: skipped {name}: {requests.why}", file=err)
+            print(f"toolslim report: skipped {name}: {requests.why}", file=err)
             continue
         stats = FileStats()
-        for body in requests.bodies:
-            if (why := replayer.replay(body, stats)) is not None:
-                requests.lines_skipped[why] += 1
+        for line, body, calls in zip(requests.lines, requests.bodies, requests.calls, strict=True):
+            if (why := replayer.replay(body, stats, calls)) is not None:
+                requests.skip(line, why)
         if not stats.requests:
             why = _reasons(requests.lines_skipped)
             print(f"toolslim report: skipped {name}: no request could be measured: {why}", file=err)
@@ -416,22 +451,12 @@ def run_report(
                 f"line(s): {_reasons(requests.lines_skipped)}",
                 file=err,
             )
+            if verbose:
+                for line, why in sorted(requests.skipped_at):
+                    print(f"toolslim report: {name}:{line}: skipped: {why}", file=err)
         measured.append(stats)
         summaries.append(
             summarize(name, stats, read_multiplier, write_multiplier, requests.lines_skipped)
-        )
-    if verbose or not summaries:
-        for name, why in foreign:
-            print(f"toolslim report: skipped {name}: {why}", file=err)
-    elif foreign:
-        count = len(foreign)
-        these = (
-            "files that are not request bodies" if count > 1 else "file that is not a request body"
-        )
-        print(
-            f"toolslim report: skipped {count} {these}; --verbose lists "
-            f"{'them' if count > 1 else 'it'}",
-            file=err,
         )
     if not summaries:
         print(

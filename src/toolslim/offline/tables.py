@@ -1,5 +1,6 @@
 """The text of `toolslim report`: one aligned table of every file's savings, the totals across
-files, the per-tool schema tokens and the component outcomes (pure: values in, text out)."""
+files, the per-tool schema tokens, the tools and tokens per server and the component outcomes
+(pure: values in, text out)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ LOSSY = "toolbudget"  # the one component that changes what the model is told
 
 def render(summaries: Sequence[dict[str, Any]], total: dict[str, Any]) -> str:
     """The report as text: one table of every file's savings, the totals, then the per-tool
-    schema tokens and the component outcomes of every file."""
+    schema tokens, the tools and tokens per server and the component outcomes of every file."""
     first = summaries[0]
     caption = [
         "Savings per request: means over each file's requests, in tiktoken cl100k_base tokens.",
@@ -29,6 +30,18 @@ def render(summaries: Sequence[dict[str, Any]], total: dict[str, Any]) -> str:
         _totals(total),
         ["Per-tool schema tokens (each tool of each request)", "", *_tool_table(summaries)],
     ]
+    servers = _server_rows(summaries)
+    if servers and total["files"] > 1:  # then the servers over every request of every file
+        servers += _server_rows([{"file": f"all {total['files']} files", **total}])
+    if servers:
+        sections.append(
+            [
+                "Per server: the MCP server a tool's name names, else builtin"
+                " (means per request; calls: in all, as captured)",
+                "",
+                *_table(SERVER_COLUMNS, servers, "<<>>>>>"),
+            ]
+        )
     components = _component_rows(summaries)
     if components:
         sections.append(["Components", "", *_table(COMPONENT_COLUMNS, components, "<<>>><")])
@@ -49,6 +62,7 @@ SAVINGS_COLUMNS = (
 )
 TOOL_COLUMNS = ("file", "stage", "tools", *(f"p{p}" for p in PERCENTILES), "max")
 COMPONENT_COLUMNS = ("file", "component", "applied", "skipped", "error", "skip reasons")
+SERVER_COLUMNS = ("file", "server", "tools", "deferred", "tokens", "% of input", "calls")
 
 
 def _savings_row(summary: dict[str, Any]) -> list[str]:
@@ -105,6 +119,27 @@ def _tool_table(summaries: Sequence[dict[str, Any]]) -> list[str]:
             rows.append([name, side.replace("_", " "), _integer(tool_tokens["tools"]), *cells])
             name = ""  # the file is named on its first row only
     return _table(TOOL_COLUMNS, rows, "<<>>>>>")
+
+
+def _server_rows(summaries: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for summary in summaries:
+        name = summary["file"]
+        for server in summary["servers"]:
+            rows.append(
+                [
+                    name,
+                    server["server"],
+                    _mean(server["tools_per_request"]),
+                    _mean(server["deferred_tools_per_request"]),
+                    f"{_integer(server['tokens_before_per_request'])} -> "
+                    f"{_integer(server['tokens_after_per_request'])}",
+                    _percent(server["percent_of_input"]),
+                    _integer(server["calls"]),
+                ]
+            )
+            name = ""  # the file is named on its first row only
+    return rows
 
 
 def _component_rows(summaries: Sequence[dict[str, Any]]) -> list[list[str]]:

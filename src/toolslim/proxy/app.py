@@ -17,7 +17,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import (
     ClientResponse,
@@ -33,6 +33,7 @@ from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
 from toolslim.observe import capture, drift, fleet, logs, metrics, sessions
 from toolslim.observe.exchange import Ledger
+from toolslim.observe.ledger import book
 from toolslim.observe.ledger.book import Export, ToolLedger
 from toolslim.observe.ledger.prices import Prices
 from toolslim.observe.ledger.state import StateFile, keeping
@@ -69,7 +70,7 @@ class ProxyState:
     capture: capture.Recorder | None  # None records nothing
     log_lines: logs.BatchedLines | None  # serving: where each request's line goes directly
     drift_store: drift.Sessions | None  # a worker's: the host's sessions; None: this process's
-    pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = field(default_factory=set)
+    pending: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
 FORWARDING: Final = web.AppKey("forwarding", ProxyState)
@@ -134,7 +135,7 @@ def make_app(
     what it held at start (for one process; several workers find it on the board).
     """
     pipeline = _pipeline(settings)
-    pending: set[asyncio.Future[dict[str, tuple[int, int]]]] = set()
+    pending: set[asyncio.Future[Any]] = set()
     recorder = None
     if settings.capture_dir is not None:
         recorder = capture.Recorder(
@@ -147,6 +148,7 @@ def make_app(
         write_multiplier=settings.cache_write_multiplier,
         prices=Prices(settings.prices),
         base=base,
+        max_bytes=settings.memo_bytes // book.MEMO_SHARE,
     )
     stats = Stats(
         settings.pipeline,

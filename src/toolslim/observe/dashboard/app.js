@@ -27,6 +27,7 @@
     ms0: { scale: 1000, digits: 0 },
     dec1: { scale: 1, digits: 1 },
     dec2: { scale: 1, digits: 2 },
+    dec4: { scale: 1, digits: 4 },
   };
   const numberFormats = {};
   for (const [name, f] of Object.entries(FORMATS)) {
@@ -353,6 +354,7 @@
             ' requests',
           ),
           el('p', { class: 'fix', text: advice.fix }),
+          name === 'unused_mcp_server' ? unusedServers(snapshot, advice) : null,
         ),
       );
     }
@@ -489,6 +491,186 @@
     }
   }
 
+  // ---- what your tools cost (/stats tools): one row per (client, server), its unused tools
+  // under it. An older /stats has no `tools`: the card says so instead of showing dashes.
+
+  const TOOL_COLUMNS = ['tools', 'tokens / request', 'share of input', 'calls', 'cost today',
+    'since the start'];
+  const serverKey = (item) => `${item.client}/${item.server}`;
+
+  // A request's input that one server's tools take: tokens_per_request over the mean input.
+  function shareOfInput(server, tools) {
+    const whole = tools.input_tokens_per_request;
+    if (typeof whole !== 'number' || !(whole > 0)) return null;
+    return server.tokens_per_request / whole;
+  }
+
+  // Dollars: cents, or four decimals below a cent (a server's cost today is often less than
+  // a cent, which cents would show as nothing).
+  const usdFormat = (value) => (value > 0 && value < 0.01 ? 'dec4' : 'dec2');
+  const dollars = (snapshot, path) => stat(path, usdFormat(lookup(snapshot, path)));
+
+  function money(snapshot, base) {
+    return [
+      el('span', { class: 'usd' }, '$', dollars(snapshot, pathOf(...base, 'usd'))),
+      el('span', { class: 'eq muted' }, stat(pathOf(...base, 'equivalents')), ' tok-eq'),
+    ];
+  }
+
+  function unusedRow(server, unused) {
+    const mine = unused.filter(([, item]) => serverKey(item) === serverKey(server));
+    if (!mine.length) return null;
+    const list = el('ul', { class: 'chips unused-list' });
+    for (const [j, item] of mine) {
+      const title = `offered in ${item.requests} requests over ${item.sessions} sessions, never called`;
+      list.append(
+        el(
+          'li',
+          { class: 'chip', 'data-tool': item.tool, title },
+          el('span', { class: 'name', text: item.tool }),
+          stat(pathOf('tools', 'unused', j, 'tokens')),
+        ),
+      );
+    }
+    const more = server.unused_tools - mine.length;
+    if (more > 0) list.append(el('li', { class: 'chip more muted', text: `+${more} more` }));
+    return el(
+      'tr',
+      { class: 'unused-tools', 'data-unused-for': serverKey(server) },
+      el(
+        'td',
+        { colspan: String(TOOL_COLUMNS.length + 1) },
+        el('span', { class: 'muted', text: 'never called · tokens each: ' }),
+        list,
+      ),
+    );
+  }
+
+  function renderTools(snapshot) {
+    const tools = snapshot.tools;
+    const rows = $('#tool-servers');
+    const input = $('#tools-input');
+    const notes = $('#tools-notes');
+    rows.replaceChildren();
+    notes.replaceChildren();
+    const wide = TOOL_COLUMNS.length + 1;
+    if (!tools || typeof tools !== 'object') {
+      delete input.dataset.stat;
+      input.textContent = '—';
+      const older = 'this proxy\'s /stats has no tools section (an older toolslim): upgrade it ' +
+        'to see what each tool and MCP server costs';
+      rows.append(el('tr', {}, el('td', { colspan: String(wide), class: 'muted', text: older })));
+      return;
+    }
+    input.dataset.stat = 'tools.input_tokens_per_request';
+    input.dataset.format = 'int';
+    const servers = tools.servers || [];
+    if (!servers.length) {
+      const none = 'no model call offered a tool yet';
+      rows.append(el('tr', {}, el('td', { colspan: String(wide), class: 'muted', text: none })));
+    }
+    const unused = (tools.unused || []).map((item, j) => [j, item]);
+    servers.forEach((server, i) => {
+      const base = ['tools', 'servers', i];
+      const share = shareOfInput(server, tools);
+      const fill = el('span', { class: 'fill' });
+      fill.style.width = `${share === null ? 0 : Math.min(100, 100 * share)}%`;
+      const cell = (label, ...children) => el('td', { 'data-label': label }, ...children);
+      const row = el(
+        'tr',
+        {
+          class: server.unused ? 'server unused' : 'server',
+          'data-server': server.server,
+          'data-client': server.client,
+        },
+        el(
+          'th',
+          { scope: 'row' },
+          el('span', { class: 'server-name', text: server.server }),
+          el('span', { class: 'client muted', text: server.client }),
+          server.unused ? el('span', { class: 'badge', text: 'unused' }) : null,
+        ),
+        cell(TOOL_COLUMNS[0], stat(pathOf(...base, 'tools'))),
+        cell(TOOL_COLUMNS[1], stat(pathOf(...base, 'tokens_per_request'))),
+        cell(
+          TOOL_COLUMNS[2],
+          el('span', {
+            class: 'share',
+            'data-share': pathOf(...base),
+            text: share === null ? '—' : `${(100 * share).toFixed(1)}%`,
+          }),
+          el('span', { class: 'meter', 'aria-hidden': 'true' }, fill),
+        ),
+        cell(TOOL_COLUMNS[3], stat(pathOf(...base, 'calls'))),
+        cell(TOOL_COLUMNS[4], ...money(snapshot, [...base, 'cost_today'])),
+        cell(TOOL_COLUMNS[5], ...money(snapshot, [...base, 'cost'])),
+      );
+      const under = unusedRow(server, unused);
+      rows.append(...(under ? [row, under] : [row]));
+    });
+    const said = [];
+    const unknown = tools.unknown_calls || {};
+    if (unknown.total) {
+      said.push(el('span', {}, stat('tools.unknown_calls.total'),
+        ' calls to tools their request did not offer'));
+    }
+    const unpriced = tools.unpriced || {};
+    if (unpriced.requests) {
+      const models = Object.keys(unpriced.models || {}).sort().join(', ');
+      said.push(el('span', {}, stat('tools.unpriced.requests'),
+        ` requests of models without a price (${models}): counted in tok-eq only`));
+    }
+    const misses = Object.entries(tools.cache_miss_reasons || {}).sort(
+      (a, b) => b[1].missed_tokens - a[1].missed_tokens || a[0].localeCompare(b[0]),
+    );
+    if (misses.length) {
+      const part = el('span', { class: 'cache-misses' }, 'cache misses the provider named: ');
+      misses.forEach(([reason], k) => {
+        const base = ['tools', 'cache_miss_reasons', reason];
+        part.append(
+          k ? ', ' : '',
+          el('code', { text: reason }), ' ', stat(pathOf(...base, 'requests')), '× (',
+          stat(pathOf(...base, 'missed_tokens')), ' tokens)',
+        );
+      });
+      said.push(part);
+    }
+    if (servers.length) {
+      said.push(el('span', {}, 'tok-eq: input tokens at the uncached price (a cache read ',
+        stat('cache.read_multiplier', 'dec2'), '×, a write ',
+        stat('cache.write_multiplier', 'dec2'), '×)'));
+    }
+    said.forEach((part, k) => notes.append(k ? ' · ' : '', part));
+  }
+
+  // The servers the unused_mcp_server advisory is about, under its banner: each with what it
+  // costs and how to turn it off (advice.unused_mcp_server.servers), else from tools.servers.
+  function unusedServers(snapshot, advice) {
+    const list = el('ul', { class: 'banner-list' });
+    const named = Array.isArray(advice.servers) ? advice.servers : null;
+    const rows = named || ((snapshot.tools && snapshot.tools.servers) || []);
+    rows.forEach((server, i) => {
+      if (!named && !server.unused) return;
+      const base = named ? ['advice', 'unused_mcp_server', 'servers', i] : ['tools', 'servers', i];
+      const perDay = named && server.cost_per_day;
+      list.append(
+        el(
+          'li',
+          { 'data-server': server.server, 'data-client': server.client },
+          el('strong', { text: server.server }),
+          ` (${server.client}): `,
+          stat(pathOf(...base, 'tokens_per_request')), ' tokens per request · $',
+          perDay
+            ? dollars(snapshot, pathOf(...base, 'cost_per_day', 'usd'))
+            : dollars(snapshot, pathOf(...base, 'cost_today', 'usd')),
+          perDay ? ' a day' : ' today',
+          named && server.fix ? el('span', { class: 'server-fix', text: server.fix }) : null,
+        ),
+      );
+    });
+    return list.children.length ? list : null;
+  }
+
   function primaryComponent(snapshot) {
     const names = Object.keys(snapshot.components || {});
     return names.includes(PRIMARY_COMPONENT) ? PRIMARY_COMPONENT : names[0];
@@ -511,6 +693,7 @@
     renderAdvice(snapshot);
     renderDrift(snapshot);
     renderBreakEven(snapshot);
+    renderTools(snapshot);
 
     for (const node of document.querySelectorAll('[data-stat]')) {
       node.textContent = formatValue(lookup(snapshot, node.dataset.stat), node.dataset.format);

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from toolslim.core.facts import CatalogueFacts
 from toolslim.core.owners import server_of
-from toolslim.core.toolfacts import ToolFacts, tool_name
+from toolslim.core.toolfacts import ToolFacts, names_bytes, tool_name
 from toolslim.observe.ledger.prices import TIERS, Prices, Tier
 from toolslim.wire.calls import CacheMiss, Call
 from toolslim.wire.usage import Usage
@@ -24,6 +24,18 @@ Export = dict[str, Any]  # the ledger as JSON (see `export`)
 
 MAX_ROWS: Final = 4096  # (day, client, catalogue) rows and (day, client, tool) call rows each
 MAX_CATALOGUES: Final = 1024  # catalogues whose tool facts are kept
+# The bytes the rows, the tool facts and the names kept for the calls may take, as estimated
+# below (serving: `memo_bytes` // MEMO_SHARE); past them, as past the counts, a new row is
+# counted in `untracked` and a new catalogue's tool facts are not kept. Nothing kept is
+# evicted: the state file's deltas are taken against the rows (state.since), and a row
+# whose tool facts went would lose its share of every tool's figures.
+MEMO_SHARE: Final = 4
+MAX_BYTES: Final = 25 * 2**20 // MEMO_SHARE
+# Estimates, measured with tracemalloc in memory_bench --bytes (bench/README.md): a row (its
+# key and digest text, its counters, its client's name, the dict's slot), a session in a row.
+ROW_BYTES: Final = 1_100
+SESSION_BYTES: Final = 120
+NAMES_SHARE: Final = 8  # the names kept for the calls (a cache): this part of the bytes
 SESSIONS_KEPT: Final = 64  # sessions told apart per row; beyond, a row's count stops there
 MAX_NAMES: Final = 100  # names of unknown calls, models unpriced and cache-miss reasons kept
 DAY_SECONDS: Final = 86_400
@@ -90,6 +102,7 @@ class ToolLedger:
         clock: Callable[[], float] = time.time,
         base: Export | None = None,
         max_rows: int = MAX_ROWS,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         self.multipliers: dict[Tier, float] = {
             "read": read_multiplier,
@@ -101,11 +114,14 @@ class ToolLedger:
         self.clock = clock
         self.base = base
         self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self.held = 0  # bytes of the rows and tool facts (counted or being counted), estimated
+        self.names_held = 0  # bytes of `names`, estimated
         self.offers: dict[tuple[str, str, str], Offer] = {}
         self.called: dict[tuple[str, str, str], list[Any]] = {}  # -> [server, calls, last]
         self.facts: dict[str, ToolFacts] = {}  # catalogue digest (hex) -> its tools
-        self.names: dict[bytes, Names] = {}  # digest -> its tool names, for the calls
-        self.counting: set[bytes] = set()  # digests whose tool facts are being counted
+        self.names: dict[bytes, Names] = {}  # digest -> its tool names, for the calls (LRU)
+        self.counting: dict[bytes, int] = {}  # digests being counted -> their facts' bytes
         self.unknown_calls = 0
         self.unknown_names: dict[str, int] = {}
         self.unpriced = 0
@@ -173,7 +189,7 @@ class ToolLedger:
             key = (day, client, digest)
             offer = self.offers.get(key)
             if offer is None:
-                if len(self.offers) >= self.max_rows:
+                if len(self.offers) >= self.max_rows or not self._take(ROW_BYTES):
                     self.untracked_requests += 1
                     continue
                 offer = self.offers[key] = Offer(now)
@@ -182,16 +198,20 @@ class ToolLedger:
             offer.equivalents += equivalents
             offer.usd += usd
             offer.last = now
-            if len(offer.sessions) < SESSIONS_KEPT:
-                offer.sessions.add(session)
+            sessions = offer.sessions
+            fits = len(sessions) < SESSIONS_KEPT and session not in sessions
+            if fits and self._take(SESSION_BYTES):
+                sessions.add(session)
             if (
                 digest not in self.facts
                 and catalogue.digest not in self.counting
                 and len(self.facts) + len(self.counting) < MAX_CATALOGUES
                 and not (self.base and digest in self.base["catalogues"])
             ):
-                self.counting.add(catalogue.digest)
-                unknown.append(catalogue)
+                size = names_bytes(catalogue.tools.names)
+                if self._take(size):
+                    self.counting[catalogue.digest] = size
+                    unknown.append(catalogue)
         if calls:
             self._calls(day, client, catalogues, calls, now)
         return unknown
@@ -214,7 +234,7 @@ class ToolLedger:
             key = (day, client, tool)
             row = self.called.get(key)
             if row is None:
-                if len(self.called) >= self.max_rows:
+                if len(self.called) >= self.max_rows or not self._take(ROW_BYTES):
                     self.untracked_calls += 1
                     continue
                 group, _, bare = tool.rpartition("/")
@@ -222,8 +242,15 @@ class ToolLedger:
             row[1] += 1
             row[2] = now
 
+    def _take(self, size: int) -> bool:
+        """Whether `size` more bytes fit the bound; if they do, they are held."""
+        if self.held + size > self.max_bytes:
+            return False
+        self.held += size
+        return True
+
     def _names(self, catalogue: CatalogueFacts) -> Names:
-        names = self.names.get(catalogue.digest)
+        names = self.names.pop(catalogue.digest, None)  # put back last: the most recent
         if names is None:
             every = frozenset(catalogue.tools.names)
             members: dict[str, str | None] = {}
@@ -232,20 +259,25 @@ class ToolLedger:
                 if group == DEFAULT_NAMESPACE:  # a call may name its members bare
                     members[bare] = full if bare not in members else None
             names = (every, members)
-            if len(self.names) >= MAX_CATALOGUES:
-                self.names.clear()
-            self.names[catalogue.digest] = names
+            self.names_held += names_bytes(every)
+            budget = self.max_bytes // NAMES_SHARE
+            while self.names and (
+                self.names_held > budget or len(self.names) >= MAX_CATALOGUES
+            ):  # the least recently used go first
+                dropped, _ = self.names.pop(next(iter(self.names)))
+                self.names_held -= names_bytes(dropped)
+        self.names[catalogue.digest] = names
         return names
 
     def known(self, digest: bytes, facts: ToolFacts) -> None:
         """The tool facts of the catalogue `digest`, counted off the loop."""
-        self.counting.discard(digest)
-        if len(self.facts) < MAX_CATALOGUES:
+        size = self.counting.pop(digest, None)
+        if size is not None:  # its bytes were taken when its count began
             self.facts[digest.hex()] = facts
 
     def forget(self, digest: bytes) -> None:
         """The count of `digest`'s tools failed or was cancelled: a later request retries."""
-        self.counting.discard(digest)
+        self.held -= self.counting.pop(digest, 0)
 
     def live(self) -> Export:
         """What this process counted since it started, as JSON."""
@@ -279,6 +311,7 @@ class ToolLedger:
             },
             "input": {"requests": self.input_requests, "tokens": self.input_tokens},
             "untracked": {"requests": self.untracked_requests, "calls": self.untracked_calls},
+            "memory": {"bytes": self.held + self.names_held, "max_bytes": self.max_bytes},
         }
 
     def export(self) -> Export:
@@ -314,7 +347,7 @@ def _bump(names: dict[str, int], name: str) -> None:
 
 def empty() -> Export:
     """The export of a ledger that counted nothing."""
-    return ToolLedger(read_multiplier=0.1, write_multiplier=1.25).live()
+    return ToolLedger(read_multiplier=0.1, write_multiplier=1.25, max_bytes=0).live()
 
 
 def _add_offer(into: dict[str, Any], row: Mapping[str, Any]) -> None:
@@ -372,4 +405,8 @@ def merge(exports: Sequence[Export]) -> Export:
         for section in ("input", "untracked"):
             for key, value in export.get(section, {}).items():
                 merged[section][key] += value
+        # The bytes every process holds, added; the bound each one has (the same setting).
+        memory = export.get("memory", {"bytes": 0, "max_bytes": 0})
+        merged["memory"]["bytes"] += memory["bytes"]
+        merged["memory"]["max_bytes"] = max(merged["memory"]["max_bytes"], memory["max_bytes"])
     return merged

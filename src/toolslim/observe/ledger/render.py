@@ -138,6 +138,7 @@ def render(export: Export, now: float, *, min_requests: int, min_sessions: int) 
         "unpriced": export["unpriced"],
         "cache_miss_reasons": export["cache_miss_reasons"],
         "untracked": export["untracked"],
+        "memory": export.get("memory", {"bytes": 0, "max_bytes": 0}),
         "advice": [_advice(row) for row in server_rows if row["unused"]],
     }
 

@@ -63,6 +63,20 @@ def series(tools: Mapping[str, Any], per_tool: bool) -> list[Series]:
             ("server",),
             [((server,), value) for server, value in sorted(unused.items())],
         ),
+        (
+            "gauge",
+            "toolslim_tool_ledger_bytes",
+            "Bytes the tool ledger's rows and tool facts hold, as its bound counts them.",
+            (),
+            [((), tools["memory"]["bytes"])],
+        ),
+        (
+            "gauge",
+            "toolslim_tool_ledger_capacity_bytes",
+            "The tool ledger's bound in bytes (a quarter of memo_bytes).",
+            (),
+            [((), tools["memory"]["max_bytes"])],
+        ),
     ]
     if per_tool:
         costliest = tools["costliest"]

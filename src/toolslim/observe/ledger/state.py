@@ -295,6 +295,19 @@ def since(now: Export, before: Export) -> Export:
     return delta
 
 
+def counted(export: Export) -> Export:
+    """What `since` reads of an earlier export: its counts, its catalogues' digests (not their
+    tool facts) and no sessions, so that what was written last costs a fraction of the ledger."""
+    rows = {
+        day: {
+            client: {digest: {**row, "sessions": ()} for digest, row in by_digest.items()}
+            for client, by_digest in clients.items()
+        }
+        for day, clients in export["offers"].items()
+    }
+    return {**export, "catalogues": dict.fromkeys(export["catalogues"]), "offers": rows}
+
+
 def open_base(path: str | None) -> tuple[StateFile | None, Export | None]:
     """The state file at `path` (None: none) and what it holds. Raises StateError."""
     if path is None:
@@ -317,7 +330,7 @@ async def keeping(ledger: ToolLedger, state: StateFile) -> AsyncIterator[None]:
             return
         # Taken as written at once: a write the shutdown cancels still runs to its end on
         # the thread, where the last write queues behind it.
-        written[0] = live
+        written[0] = counted(live)
         try:
             await loop.run_in_executor(writer, state.add, delta)
         except StateError as exc:
