@@ -68,6 +68,7 @@ class Exchange:
     # reader of a WebSocket response's events.
     observer: UsageObserver | UsageReader | None = None
     disconnected: bool = False
+    cut_by_shutdown: bool = False  # in flight when the shutdown grace ended
     failure: str = ""  # upstream error kind, if any
     capture: capture.Held | None = None  # its capture line, written once its answer is read
     # A WebSocket follow-up without a catalogue: those of the response it continues, still in
@@ -167,10 +168,10 @@ class Ledger:
         self.pending.add(future)
         exchange.tokens = future
 
-    def transformed(self, exchange: Exchange, report: RunReport) -> None:
-        """What every transport does once the pipeline ran on a request: say which components
-        failed (by the error's type only: a message may quote the body), and find its
-        catalogue tokens."""
+    def pipeline_ran(self, exchange: Exchange, report: RunReport) -> None:
+        """What the transform step owes the ledger once the pipeline ran on a request: its
+        report, its catalogues linted, which components failed (by the error's type only: a
+        message may quote the body), and its catalogue tokens being counted."""
         exchange.report = report
         if report.catalogues:  # before the request is sent: /stats has it before the answer
             try:
@@ -204,7 +205,7 @@ class Ledger:
         stats = self.stats
         if exchange.disconnected:
             stats.record_client_disconnect()
-        if exchange.report is None:  # the client went away before its body was read
+        if exchange.report is None:  # a guard: a flow and a message both fill one in
             return
         stats.record_pipeline(exchange.report)
         stats.record_request(
@@ -386,7 +387,9 @@ class Ledger:
             message += f" transport={exchange.transport}"
         if exchange.failure:
             message += f" upstream_error={exchange.failure}"
-        if exchange.disconnected:
+        if exchange.cut_by_shutdown:
+            message += " shutdown"
+        elif exchange.disconnected:
             message += " client_disconnect"
         self._info(message)
 

@@ -36,9 +36,10 @@ Transport = Literal["http", "websocket"]
 # timeouts.idle_websocket, the proxy shutting down, or a failure on either leg.
 ClosedBy = Literal["client", "error", "idle", "shutdown", "upstream"]
 # Why the door closed a client connection: a stalled body (408), room made at the connection
-# limit, request headers or keep-alive past their limit, or refused at the limit (503).
+# limit, request headers or keep-alive past their limit, refused at the limit (503), or a
+# request still in flight when the shutdown grace ended.
 ConnectionClose = Literal[
-    "body_timeout", "evicted", "headers_timeout", "keepalive_timeout", "refused"
+    "body_timeout", "evicted", "headers_timeout", "keepalive_timeout", "refused", "shutdown"
 ]
 
 SCHEMA_VERSION = 1

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from toolslim.observe import fleet, metrics
 from toolslim.observe.stats import Stats
+from toolslim.wire.errors import unauthorized_body
 from toolslim.wire.routing import ADMIN_ROUTES
 
 DASHBOARD: Final = Path(__file__).resolve().parent.parent / "observe" / "dashboard"
@@ -97,9 +98,10 @@ def authorized(request: web.Request) -> bool:
 
 
 def _unauthorized() -> web.Response:
-    return web.json_response(
-        {"error": "this endpoint requires Authorization: Bearer <admin_token>"},
+    return web.Response(
         status=401,
+        body=unauthorized_body("this endpoint requires Authorization: Bearer <admin_token>"),
+        content_type="application/json",
         headers={"WWW-Authenticate": 'Bearer realm="toolslim"'},
     )
 
