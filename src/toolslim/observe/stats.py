@@ -309,7 +309,7 @@ class Stats:
     def record_client_disconnect(self) -> None:
         self.client_disconnects += 1
 
-    def record_connection_closed(self, reason: str) -> None:
+    def record_connection_closed(self, reason: ConnectionClose) -> None:
         """A client connection the proxy closed, for one of CONNECTION_CLOSES."""
         self.connections_closed[reason] += 1
 

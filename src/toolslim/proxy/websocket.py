@@ -38,7 +38,7 @@ from toolslim.core.envelope import joined
 from toolslim.observe import advice
 from toolslim.observe.exchange import Exchange, Ledger
 from toolslim.observe.ledger.chain import Chain, response_id
-from toolslim.observe.stats import Stats
+from toolslim.observe.stats import ClosedBy, Stats
 from toolslim.proxy.forward import error_response
 from toolslim.proxy.transform import Transform
 from toolslim.proxy.watchdog import Stalled, Watchdogs
@@ -49,7 +49,6 @@ from toolslim.wire.usage import UsageReader
 log = logging.getLogger("toolslim.proxy.websocket")
 
 Side = Literal["client", "upstream"]
-ClosedBy = Literal[Side, "idle", "shutdown", "error"]
 
 # Negotiated per leg: each side of the relay has its own key, accept and extensions.
 _HANDSHAKE: Final = frozenset(
