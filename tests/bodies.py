@@ -10,11 +10,12 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
+from toolslim.core.components.toolschema import ToolSchema
+from toolslim.core.entry import Step
 from toolslim.core.envelope import Compacted, compact
 from toolslim.core.memo import Memo
-from toolslim.core.schema import ToolSchema
 
-STRIP = (ToolSchema().rewrite,)
+STRIP = (Step.rewriting(ToolSchema().rewrite),)
 
 
 def cold(body: bytes, rewrites: Any = STRIP, api: str | None = None) -> Compacted:

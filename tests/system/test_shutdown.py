@@ -36,7 +36,10 @@ async def test_sigterm_with_workers_turns_unready_keeps_accepting_then_cuts_at_t
     upstream: FakeUpstream, tmp_path: Path
 ) -> None:
     served = await serve(
-        upstream, tmp_path, yaml=f"shutdown_delay: {DELAY}\nshutdown_grace: {GRACE}\n"
+        upstream,
+        tmp_path,
+        # info: each request's log line, to read how the cut streams ended
+        yaml=f"shutdown_delay: {DELAY}\nshutdown_grace: {GRACE}\nlog_level: info\n",
     )
     streams: list[tuple[aiohttp.ClientSession, aiohttp.ClientResponse]] = []
     try:
@@ -94,3 +97,7 @@ async def test_sigterm_with_workers_turns_unready_keeps_accepting_then_cuts_at_t
     assert all(end <= DELAY + GRACE + SLACK for end in exits.values()), exits
     assert exited <= DELAY + GRACE + SLACK, exited
     assert "Traceback" not in served.text()
+    # the streams the grace's end cut are the shutdown's doing, not their clients'
+    cut = [line for line in served.text().splitlines() if line.endswith(" shutdown")]
+    assert len(cut) == len(streams), served.text()
+    assert "client_disconnect" not in served.text()

@@ -19,9 +19,10 @@ from toolslim.core.catalog import (
     rewrite_catalogue,
     serialize,
 )
+from toolslim.core.components.toolschema import ToolSchema
 from toolslim.core.entry import parse_catalogue
 from toolslim.core.pipeline import Pipeline
-from toolslim.core.schema import TooDeep, ToolSchema
+from toolslim.core.schema import TooDeep
 
 
 class Recorder:

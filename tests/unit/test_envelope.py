@@ -20,11 +20,11 @@ from bodies import (
     cold,
 )
 from golden_cases import golden
-from toolslim.core.entry import Entry
+from toolslim.core.components.toolschema import ToolSchema
+from toolslim.core.entry import Entry, Step
 from toolslim.core.envelope import compact
 from toolslim.core.memo import Memo
 from toolslim.core.pipeline import Pipeline
-from toolslim.core.schema import ToolSchema
 
 
 def reason(body: bytes) -> str | None:
@@ -147,7 +147,7 @@ def grow(schema: Any, tool_name: str | None) -> tuple[Any, Counter[str]]:
 
 def test_a_rewrite_that_is_not_smaller_is_not_adopted() -> None:
     body = b'{"tools":[{"name":"a","input_schema":{"type":"object"}}]}'
-    result = cold(body, (grow,))
+    result = cold(body, (Step.rewriting(grow),))
     assert result.body is body
     ((catalogue, _),) = result.catalogues
     assert catalogue.output is None
@@ -156,7 +156,7 @@ def test_a_rewrite_that_is_not_smaller_is_not_adopted() -> None:
 
 def test_a_later_component_that_grows_the_output_stops_adoption_for_all() -> None:
     body = b'{"tools":[{"name":"a","input_schema":{"type":"object","title":"t"}}]}'
-    result = cold(body, (ToolSchema().rewrite, grow))
+    result = cold(body, (*STRIP, Step.rewriting(grow)))
     assert result.body is body
     ((catalogue, _),) = result.catalogues
     assert [r.reason for r in catalogue.runs] == ["not_smaller", "not_smaller"]
@@ -168,7 +168,7 @@ def explode(schema: Any, tool_name: str | None) -> tuple[Any, Counter[str]]:
 
 def test_a_failing_component_is_skipped_and_the_next_one_still_runs() -> None:
     body = anthropic()
-    result = cold(body, (explode, ToolSchema().rewrite))
+    result = cold(body, (Step.rewriting(explode), *STRIP))
     assert result.body == anthropic(tools=COMPACTED)
     ((catalogue, _),) = result.catalogues
     assert [(r.outcome, r.reason) for r in catalogue.runs] == [
@@ -180,7 +180,7 @@ def test_a_failing_component_is_skipped_and_the_next_one_still_runs() -> None:
 
 def test_a_failing_only_component_leaves_the_body_as_it_came() -> None:
     body = anthropic()
-    result = cold(body, (explode,))
+    result = cold(body, (Step.rewriting(explode),))
     assert result.body is body
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from toolslim.core import envelope
 from toolslim.core.catalog import serialize
+from toolslim.core.components.toolschema import ToolSchema
 from toolslim.core.entry import Entry, parse_catalogue
 from toolslim.core.memo import Memo
 from toolslim.core.pipeline import (
@@ -27,7 +28,6 @@ from toolslim.core.pipeline import (
     count_tokens,
     skipped_report,
 )
-from toolslim.core.schema import ToolSchema
 from toolslim.core.tokens import count_tokens as count
 
 SCHEMA = (

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from jsonschema import Draft7Validator, Draft202012Validator
 
 from golden_cases import golden
+from toolslim.core.components.toolschema import ToolSchema
 from toolslim.core.pipeline import Pipeline
 from toolslim.core.schema import (
     TooDeep,
-    ToolSchema,
     decode_pointer,
     dialect,
     put_subschema,

@@ -1,5 +1,5 @@
-"""transform: the pipeline call shared by every transport, the body-size limits, and what is
-too heavy for the event loop (it is run again on the worker thread, with the same result)."""
+"""transform: the pipeline's rewrite shared by every transport, the body-size limits, and what
+is too heavy for the event loop (it is run again on the worker thread, with the same result)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ import json
 import random
 
 import pytest
-from multidict import CIMultiDict
 
 from proxy_harness import ANTHROPIC, dumps
 from toolslim.core.pipeline import Pipeline
-from toolslim.proxy.transform import ON_LOOP_BYTES, ON_LOOP_CODED, transform
+from toolslim.proxy.transform import ON_LOOP_BYTES, ON_LOOP_CODED, rewrite
 
 LIMIT = 32 * 1024 * 1024
 
@@ -28,14 +27,10 @@ def incompressible(size: int) -> bytes:
     return body_of(1, base64.b64encode(random.Random(size).randbytes(size * 3 // 4)).decode())
 
 
-def headers(coding: str = "") -> CIMultiDict[str]:
-    return CIMultiDict({"Content-Encoding": coding} if coding else {})
-
-
 def test_a_small_body_is_transformed_on_the_loop_as_it_is_elsewhere() -> None:
     body = body_of(1000)
-    on_loop = transform(body, headers(), Pipeline(["toolschema"]), LIMIT, "anthropic", on_loop=True)
-    elsewhere = transform(body, headers(), Pipeline(["toolschema"]), LIMIT, "anthropic")
+    on_loop = rewrite(body, "", Pipeline(["toolschema"]), LIMIT, "anthropic", on_loop=True)
+    elsewhere = rewrite(body, "", Pipeline(["toolschema"]), LIMIT, "anthropic")
     assert on_loop is not None and elsewhere is not None
     assert on_loop[0].applied and b"".join(on_loop[1]) == b"".join(elsewhere[1])
 
@@ -54,11 +49,12 @@ def test_heavy_work_is_left_for_the_worker_thread_which_gives_the_same_result(
     body: bytes, coding: str
 ) -> None:
     pipeline = Pipeline(["toolschema"])
-    assert transform(body, headers(coding), pipeline, LIMIT, "anthropic", on_loop=True) is None
-    sent = headers(coding)
-    report, pieces = transform(body, sent, pipeline, LIMIT, "anthropic") or ((), ())
+    assert rewrite(body, coding, pipeline, LIMIT, "anthropic", on_loop=True) is None
+    done = rewrite(body, coding, pipeline, LIMIT, "anthropic")
+    assert done is not None
+    report, pieces, decoded = done
     assert report.applied  # compacted, and forwarded decoded without its Content-Encoding
-    assert "Content-Encoding" not in sent
+    assert decoded
     sent_body = gzip.decompress(body) if coding else body
     assert json.loads(b"".join(pieces))["messages"] == json.loads(sent_body)["messages"]
 
@@ -69,9 +65,8 @@ def test_a_body_over_max_catalogue_bytes_is_forwarded_as_sent_skipped_too_large(
 ) -> None:
     plain = body_of(5000)
     body = gzip.compress(plain) if coding else plain
-    sent = headers(coding)
-    done = transform(body, sent, Pipeline(["toolschema"]), LIMIT, "anthropic", len(plain) - 1)
+    done = rewrite(body, coding, Pipeline(["toolschema"]), LIMIT, "anthropic", len(plain) - 1)
     assert done is not None
-    report, pieces = done
-    assert pieces == (body,) and sent.get("Content-Encoding", "") == coding
+    report, pieces, decoded = done
+    assert pieces == (body,) and not decoded
     assert [(run.outcome, run.reason) for run in report.runs] == [("skipped", "too_large")]

@@ -1,5 +1,6 @@
 """The checks every option's value goes through: each turns one given value (with where it came
-from) into a typed field or raises ConfigError naming the option and repeating the value.
+from) into a typed field or raises ConfigError naming the option and repeating the value; and
+`Option`, the row that declares an option with its check (the table is `options.OPTIONS`).
 
 Pure: no I/O but reading the CPU affinity for `workers: auto`.
 """
@@ -16,7 +17,11 @@ from types import MappingProxyType
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import yaml
+
 from toolslim.core import pipeline
+from toolslim.wire.apis import VERSIONS
+from toolslim.wire.routing import ADMIN_ROUTES, Upstream
 
 MiB: Final = 1024 * 1024
 DEFAULT_UPSTREAMS: Final = MappingProxyType(
@@ -28,10 +33,9 @@ DEFAULT_UPSTREAMS: Final = MappingProxyType(
 )
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 EVENT_LOOPS: Final = ("asyncio", "uvloop")
-# An upstream name is also its path prefix (/NAME/...): it must not shadow a route of its own.
-RESERVED_NAMES: Final = frozenset(
-    {"dashboard", "healthz", "metrics", "readyz", "stats", "v1", "v1alpha", "v1beta"}
-)
+# An upstream name is also its path prefix (/NAME/...): it must not shadow a route of its own,
+# the proxy's own pages or the APIs' first path segments.
+RESERVED_NAMES: Final = frozenset(ADMIN_ROUTES) | frozenset(VERSIONS)
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -49,13 +53,42 @@ class Raw:
 
 
 @dataclass(frozen=True, slots=True)
-class Upstream:
-    """A named upstream base URL (scheme://host[:port][/base/path], no trailing slash), and the
-    forward proxy its connections go through (None: direct)."""
+class Option:
+    """One option, declared once.
+
+    `name` is the Settings field ("timeouts.connect" for a nested one), `yaml` the key path in
+    the file, `env` and `flag` its other spellings (None: none). `type` is the word --help and
+    the docs show for a value, `default` the value as the YAML file spells it, and `check`
+    turns a given value into the typed field or raises ConfigError. With `per_key`, the value is
+    a mapping merged key by key over the layers, and `check` sees each entry (key in `.key`).
+    The first sentence of `doc` is the --help text; all of it is the example file's comment.
+    """
 
     name: str
-    url: str
-    proxy: str | None = None
+    yaml: str
+    env: str | None
+    flag: str | None
+    type: str
+    default: Any
+    check: Callable[[Raw], Any]
+    doc: str
+    per_key: bool = False
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of `doc`."""
+        match = re.match(r"(.+?\.)(?:\s|$)", self.doc)
+        return self.doc if match is None else match[1]
+
+    @property
+    def default_text(self) -> str:
+        """The default as YAML spells it on one line."""
+        return yaml_text(self.default)
+
+
+def yaml_text(value: Any) -> str:
+    text: str = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1 << 20)
+    return text.removesuffix("...\n").strip()
 
 
 def _fail(item: Raw, expected: str) -> ConfigError:

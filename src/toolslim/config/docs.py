@@ -6,7 +6,8 @@ from __future__ import annotations
 import textwrap
 from typing import Final
 
-from toolslim.config.options import LAYOUT, OPTIONS, Option, yaml_text
+from toolslim.config.checks import Option, yaml_text
+from toolslim.config.options import LAYOUT, OPTIONS
 
 
 def _spellings(option: Option) -> list[str]:

@@ -1,4 +1,5 @@
-"""The option table: each option declared once (mitmproxy's options.py habit).
+"""The option table: each option declared once (mitmproxy's options.py habit), the proxy's own
+here and the observers' in `observing`, in the order --help and the docs show them.
 
 Parsing (config.load_settings), the error messages, the cli's flags and --help, and the two
 files `optiondocs` writes (config.example.yaml, docs/configuration.md) all read it.
@@ -6,80 +7,36 @@ files `optiondocs` writes (config.example.yaml, docs/configuration.md) all read 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final
-
-import yaml
+from typing import Final
 
 from toolslim.config.checks import (
     DEFAULT_UPSTREAMS,
-    LOG_LEVELS,
-    Raw,
+    Option,
     boolean,
     component_options,
     connections,
     event_loop,
     host,
     integer,
-    log_level,
-    model_prices,
     non_negative,
-    optional_string,
     pipeline_names,
     port,
-    positive,
     seconds,
     size,
-    state_file,
     string,
-    token,
     upstream,
     upstream_proxy,
     workers,
 )
+
+# The observers' defaults are spelled in `observing`; their modules read them from here.
+from toolslim.config.observing import DRIFT_MAX_SESSIONS as DRIFT_MAX_SESSIONS
+from toolslim.config.observing import OBSERVING
+from toolslim.config.observing import READ_MULTIPLIER as READ_MULTIPLIER
+from toolslim.config.observing import WRITE_MULTIPLIER as WRITE_MULTIPLIER
+from toolslim.core.components import toolbudget
 from toolslim.core.pipeline import MEMO_BYTES, MEMO_SIZE
-
-READ_MULTIPLIER: Final = 0.1  # cache read, x base input price
-WRITE_MULTIPLIER: Final = 1.25  # 5-minute cache write, x base input price
-DRIFT_MAX_SESSIONS: Final = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class Option:
-    """One option, declared once.
-
-    `name` is the Settings field ("timeouts.connect" for a nested one), `yaml` the key path in
-    the file, `env` and `flag` its other spellings (None: none). `type` is the word --help and
-    the docs show for a value, `default` the value as the YAML file spells it, and `check`
-    turns a given value into the typed field or raises ConfigError. With `per_key`, the value is
-    a mapping merged key by key over the layers, and `check` sees each entry (key in `.key`).
-    The first sentence of `doc` is the --help text; all of it is the example file's comment.
-    """
-
-    name: str
-    yaml: str
-    env: str | None
-    flag: str | None
-    type: str
-    default: Any
-    check: Callable[[Raw], Any]
-    doc: str
-    per_key: bool = False
-
-    @property
-    def summary(self) -> str:
-        """The first sentence of `doc`."""
-        match = re.match(r"(.+?\.)(?:\s|$)", self.doc)
-        return self.doc if match is None else match[1]
-
-    @property
-    def default_text(self) -> str:
-        """The default as YAML spells it on one line."""
-        return yaml_text(self.default)
-
 
 OPTIONS: Final[tuple[Option, ...]] = (
     Option(
@@ -208,8 +165,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
         check=component_options,
         doc="Options per component: component name -> mapping of options. Unknown component "
         "names and unknown or bad options are start-up errors, also for a component not in "
-        "the pipeline. Only toolbudget has options: budget_bytes (default 5000) and "
-        "exclude_tools (default []).",
+        "the pipeline. Only toolbudget has options: budget_bytes (default "
+        f"{toolbudget.DEFAULT_BUDGET_BYTES}) and exclude_tools (default []).",
     ),
     Option(
         name="timeouts.connect",
@@ -406,157 +363,9 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "so that load balancers stop sending first (on Kubernetes, a few seconds; set "
         "terminationGracePeriodSeconds above shutdown_delay + shutdown_grace + 1).",
     ),
-    Option(
-        name="log_level",
-        yaml="log_level",
-        env="TOOLSLIM_LOG_LEVEL",
-        flag="--log-level",
-        type="level",
-        default="info",
-        check=log_level,
-        doc=f"One of {', '.join(LOG_LEVELS[:-1])} or {LOG_LEVELS[-1]}. At info, one line per "
-        "request on stderr, never a credential or a body. Lines are written in batches: "
-        "within about a second, a warning or worse at once with the lines before it.",
-    ),
-    Option(
-        name="admin_token",
-        yaml="admin_token",
-        env="TOOLSLIM_ADMIN_TOKEN",
-        flag="--admin-token",
-        type="token",
-        default=None,
-        check=token,
-        doc="Bearer token required on /stats and /metrics (the dashboard page itself is "
-        "public); prefer TOOLSLIM_ADMIN_TOKEN to the flag, which shows up in `ps`. At least 16 "
-        "printable ASCII characters, no spaces; the proxied API paths never need it.",
-    ),
-    Option(
-        name="capture_dir",
-        yaml="capture_dir",
-        env="TOOLSLIM_CAPTURE_DIR",
-        flag="--capture",
-        type="dir",
-        default=None,
-        check=optional_string,
-        doc="Directory where each request is recorded as JSON Lines for `toolslim report`; "
-        "null records nothing.",
-    ),
-    Option(
-        name="capture_max_bytes",
-        yaml="capture_max_bytes",
-        env=None,
-        flag=None,
-        type="size",
-        default="256MiB",
-        check=size,
-        doc="Largest total size of the capture directory (bytes, or '256MiB').",
-    ),
-    Option(
-        name="cache_read_multiplier",
-        yaml="cache.read_multiplier",
-        env=None,
-        flag="--cache-read-multiplier",
-        type="number",
-        default=READ_MULTIPLIER,
-        check=positive,
-        doc="Price of a cache read per token, as a multiple of a normal input token's (> 0). "
-        "It and write_multiplier drive the savings arithmetic of /stats and `toolslim report`.",
-    ),
-    Option(
-        name="cache_write_multiplier",
-        yaml="cache.write_multiplier",
-        env=None,
-        flag="--cache-write-multiplier",
-        type="number",
-        default=WRITE_MULTIPLIER,
-        check=non_negative,
-        doc="Price of a (5-minute) cache write per token, as a multiple of a normal input "
-        "token's (>= 0).",
-    ),
-    Option(
-        name="drift_max_sessions",
-        yaml="drift.max_sessions",
-        env=None,
-        flag=None,
-        type="integer",
-        default=DRIFT_MAX_SESSIONS,
-        check=integer(1),
-        doc="Sessions whose recent catalogues drift tracking remembers (an LRU of hashes; the "
-        "least recently seen session goes first), to tell which catalogue changes within a "
-        "session break the provider's prompt cache (/stats drift, docs/drift.md); with "
-        "workers, the host's, in one store they share. Drift needs a pipeline with at least "
-        "one component.",
-    ),
-    Option(
-        name="state_file",
-        yaml="state_file",
-        env="TOOLSLIM_STATE_FILE",
-        flag="--state-file",
-        type="path",
-        default="auto",
-        check=state_file,
-        doc="SQLite file (an absolute path) where `toolslim serve` keeps the tool ledger (/stats "
-        "tools) across restarts, in daily buckets, written every few seconds and at shutdown; "
-        "auto is $XDG_STATE_HOME/toolslim/state.sqlite3 (else ~/.local/state/...), none keeps "
-        "nothing. A file that is not toolslim's stops the start, naming it.",
-    ),
-    Option(
-        name="prices",
-        yaml="prices",
-        env=None,
-        flag=None,
-        type="mapping",
-        default={},
-        check=model_prices,
-        doc="Model prices for the tool ledger's USD, model -> {input, cache_read, cache_write} "
-        "in USD per million tokens, over the prices of the genai-prices package (a model "
-        "neither knows is counted unpriced).",
-    ),
-    Option(
-        name="ledger_min_requests",
-        yaml="ledger.min_requests",
-        env=None,
-        flag=None,
-        type="integer",
-        default=50,
-        check=integer(1),
-        doc="Requests a tool must be offered in, never called, to be listed as unused.",
-    ),
-    Option(
-        name="ledger_min_sessions",
-        yaml="ledger.min_sessions",
-        env=None,
-        flag=None,
-        type="integer",
-        default=3,
-        check=integer(1),
-        doc="Sessions those requests must come from for a tool to be listed as unused.",
-    ),
-    Option(
-        name="ledger_tool_metrics",
-        yaml="ledger.tool_metrics",
-        env=None,
-        flag=None,
-        type="bool",
-        default=False,
-        check=boolean,
-        doc="Also export /metrics series per tool (toolslim_tool_costliest_*, for the 50 "
-        "costliest tools /stats lists); per MCP server the tool series always are.",
-    ),
+    *OBSERVING,
 )
 OPTION: Final = MappingProxyType({option.name: option for option in OPTIONS})
-
-
-def _typed_default(option: Option) -> Any:
-    origin = f"the default of {option.yaml}"
-    if option.per_key:
-        entries = {k: option.check(Raw(v, origin, k)) for k, v in option.default.items()}
-        return MappingProxyType(entries)
-    return option.check(Raw(option.default, origin))
-
-
-# Typed defaults, from the table: Settings' fields take theirs from here, so there is one of each.
-DEFAULTS: Final = MappingProxyType({option.name: _typed_default(option) for option in OPTIONS})
 
 
 def _yaml_layout() -> dict[str, Option | dict[str, Option]]:
@@ -574,8 +383,3 @@ def _yaml_layout() -> dict[str, Option | dict[str, Option]]:
 
 
 LAYOUT: Final = _yaml_layout()
-
-
-def yaml_text(value: Any) -> str:
-    text: str = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1 << 20)
-    return text.removesuffix("...\n").strip()

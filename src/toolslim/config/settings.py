@@ -21,14 +21,15 @@ from toolslim.config.checks import (
     RESERVED_NAMES,
     ConfigError,
     MiB,
+    Option,
     Raw,
-    Upstream,
     is_loopback,
     proxy_for,
     usable_cpus,
 )
 from toolslim.config.docs import render_docs, render_example
-from toolslim.config.options import DEFAULTS, LAYOUT, OPTION, OPTIONS, Option
+from toolslim.config.options import LAYOUT, OPTION, OPTIONS
+from toolslim.wire.routing import Upstream
 
 __all__ = [
     "DEFAULTS",
@@ -50,6 +51,18 @@ __all__ = [
     "render_example",
     "usable_cpus",
 ]
+
+
+def _typed_default(option: Option) -> Any:
+    origin = f"the default of {option.yaml}"
+    if option.per_key:
+        entries = {k: option.check(Raw(v, origin, k)) for k, v in option.default.items()}
+        return MappingProxyType(entries)
+    return option.check(Raw(option.default, origin))
+
+
+# Typed defaults, from the table: Settings' fields take theirs from here, so there is one of each.
+DEFAULTS: Final = MappingProxyType({option.name: _typed_default(option) for option in OPTIONS})
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
 import orjson
 
@@ -23,7 +23,7 @@ from toolslim.core.catalog import (
     rewrite_catalogue,
     serialize,
 )
-from toolslim.core.components.toolorder import ToolOrder, reorder_raw
+from toolslim.core.components.toolorder import reorder_raw
 from toolslim.core.memo import RESTS, SHORT_TAIL, keep, to_front
 from toolslim.core.schema import JSON, TooDeep, is_too_deep
 
@@ -45,9 +45,38 @@ SkipReason = Literal[
     "unsupported_shape",
 ]
 
-# What a component contributes to a catalogue's walk: a rewrite of each tool schema, or
-# toolorder's order of the whole catalogue.
-Step = Rewrite | ToolOrder
+# A catalogue step's verb: the catalogue in its order, and what moved by name.
+Order = Callable[[list[JSON]], tuple[list[JSON], Counter[str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A component as a catalogue's walk runs it (pipeline.declared makes one of each kind):
+    its work on the whole catalogue, the same list back when it changed nothing, and whether
+    it only `orders` the tools (a catalogue step: moves them and changes no byte of one) or
+    rewrites their schemas (a schema step)."""
+
+    apply: Callable[[list[JSON]], tuple[list[JSON], CatalogueChange]]
+    orders: bool = False
+
+    @classmethod
+    def rewriting(cls, rewrite: Rewrite) -> Step:
+        """A schema step's verb over a whole catalogue: applied to every tool schema."""
+
+        def apply(catalogue: list[JSON]) -> tuple[list[JSON], CatalogueChange]:
+            return rewrite_catalogue(catalogue, rewrite)
+
+        return cls(apply)
+
+    @classmethod
+    def ordering(cls, order: Order) -> Step:
+        """A catalogue step's verb: it sees every tool and changes none, counting what moved."""
+
+        def apply(catalogue: list[JSON]) -> tuple[list[JSON], CatalogueChange]:
+            ordered, moved = order(catalogue)
+            return ordered, CatalogueChange(count_tools(catalogue), 0, moved)
+
+        return cls(apply, orders=True)
 
 
 class DuplicateKey(ValueError):
@@ -221,7 +250,7 @@ def _stage_catalogues(raw: bytes, rewrites: Sequence[Step]) -> list[JSON]:
     out = [current]
     for component in rewrites:
         try:
-            new, _ = apply_step(current, component)
+            new, _ = component.apply(current)
         except Exception:  # as in `rewrite`: a failing component passes its input on
             new = current
         out.append(new)
@@ -261,16 +290,11 @@ def _deferred_sizes(raw: bytes, catalogues: Sequence[JSON]) -> list[int] | None:
         return None
 
 
-def apply_step(catalogue: list[JSON], step: Step) -> tuple[list[JSON], CatalogueChange]:
-    """One component's work on a catalogue; the same list comes back when nothing changed."""
-    if isinstance(step, ToolOrder):
-        ordered, moved = step.order(catalogue)
-        return ordered, CatalogueChange(count_tools(catalogue), 0, moved)
-    return rewrite_catalogue(catalogue, step)
+def _unchanged(catalogue: list[JSON]) -> tuple[list[JSON], CatalogueChange]:
+    return catalogue, CatalogueChange()
 
 
-def _unchanged(schema: JSON, tool_name: str | None) -> tuple[JSON, Counter[str]]:
-    return schema, Counter()
+UNCHANGED: Final = Step(_unchanged)  # a rewrite's stage when only the order was adopted
 
 
 def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
@@ -298,13 +322,13 @@ def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
     serialized: tuple[JSON, bytes] | None = None  # the last catalogue serialized, and its bytes
     current = catalogue
     last = len(rewrites) - 1
-    rewriting = [i for i, step in enumerate(rewrites) if not isinstance(step, ToolOrder)]
+    rewriting = [i for i, step in enumerate(rewrites) if not step.orders]
     last_rewrite = rewriting[-1] if rewriting else -1
     first = rewriting[0] if rewriting else 0  # whitespace alone saved is said to be its
     try:
         for index, component in enumerate(rewrites):
             try:
-                new, change = apply_step(current, component)
+                new, change = component.apply(current)
             except TooDeep:
                 raise
             except Exception as exc:  # one component failing must not stop the others
@@ -317,7 +341,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
             # An order moves bytes and never adds or removes one, so it keeps the size before
             # it; a size no rewrite follows is the output's: neither is serialized for it.
             if index < last:
-                if isinstance(component, ToolOrder):
+                if component.orders:
                     sizes.append(sizes[-1] if sizes else len(raw))
                 elif index >= last_rewrite:
                     sizes.append(-1)
@@ -341,8 +365,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
     # adopted as the client's own bytes rearranged (the rewrites, not smaller, are dropped).
     reordered = False
     if not adopted and any(
-        isinstance(step, ToolOrder) and changed
-        for step, (_, changed) in zip(rewrites, changes, strict=True)
+        step.orders and changed for step, (_, changed) in zip(rewrites, changes, strict=True)
     ):
         try:
             output = reorder_raw(raw, catalogue)
@@ -358,7 +381,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
             continue
         after = sizes[index]
         acted = changed or (index == first and after < before)
-        ordering = isinstance(rewrites[index], ToolOrder)
+        ordering = rewrites[index].orders
         if reordered:
             acted, after = ordering and changed, before
         if adopted and acted:
@@ -388,7 +411,7 @@ def rewrite(raw: bytes, rewrites: Sequence[Step], parsed: JSON = None) -> Entry:
     # exact-size copy instead.
     exact = memoryview(output).tobytes()
     if reordered:  # the stages counted are those the output is made of: the order alone
-        rewrites = [step if isinstance(step, ToolOrder) else _unchanged for step in rewrites]
+        rewrites = [step if step.orders else UNCHANGED for step in rewrites]
     return Entry(raw, exact, tuple(runs), rewrites, tuple(errors))
 
 

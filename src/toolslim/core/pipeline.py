@@ -1,6 +1,9 @@
-"""PURE. The component protocol, the ordered Pipeline and its fail-open runner.
+"""PURE. The two kinds of step, the registry of components, the ordered Pipeline and its
+fail-open runner.
 
-Must not import aiohttp or prometheus_client: HTTP wraps this from outside.
+A schema step rewrites one tool schema at a time (toolschema, tooldefs, toolbudget); a catalogue
+step puts a whole catalogue in an order (toolorder). Each kind is one Protocol with one verb,
+and the registry declares which kind each component is.
 """
 
 from __future__ import annotations
@@ -8,21 +11,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 from toolslim.core import entry, envelope
-from toolslim.core.components import toolbudget as budget
-from toolslim.core.components import tooldefs as defs
-from toolslim.core.components import toolorder
+from toolslim.core.components import toolbudget, tooldefs, toolorder, toolschema
 from toolslim.core.entry import Outcome, SkipReason, StageCounts, Step
 from toolslim.core.envelope import Piece
 from toolslim.core.facts import CatalogueFacts
 from toolslim.core.memo import Memo
-from toolslim.core.schema import JSON, ToolSchema
+from toolslim.core.schema import JSON
 
 
-class Component(Protocol):
-    """A catalogue component: a name plus one verb that rewrites one tool's input schema.
+class SchemaStep(Protocol):
+    """A schema step: a name plus one verb that rewrites one tool's input schema.
 
     `rewrite` returns the very same object when it changes nothing (identity means "no
     change"), never mutates its input, and counts what it removed by name.
@@ -31,6 +32,21 @@ class Component(Protocol):
     name: str
 
     def rewrite(self, schema: JSON, tool_name: str | None) -> tuple[JSON, Counter[str]]: ...
+
+
+class CatalogueStep(Protocol):
+    """A catalogue step: a name plus one verb that puts a whole catalogue's tools in an order.
+
+    `order` moves tools and changes no byte of one, returns the very same list when nothing
+    moves, never mutates its input, and counts what it moved by name.
+    """
+
+    name: str
+
+    def order(self, catalogue: list[JSON]) -> tuple[list[JSON], Counter[str]]: ...
+
+
+Component = SchemaStep | CatalogueStep  # what the registry makes, of either kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,14 +204,23 @@ def skipped_report(body: bytes, names: Sequence[str], reason: SkipReason) -> Run
 
 
 # The registry: a literal table name -> factory(options). Order here is not pipeline order.
-KNOWN: dict[str, Callable[[Mapping[str, Any]], Component | toolorder.ToolOrder]] = {
-    "toolbudget": budget.make,
-    "tooldefs": defs.make,
+KNOWN: dict[str, Callable[[Mapping[str, Any]], Component]] = {
+    "toolbudget": toolbudget.make,
+    "tooldefs": tooldefs.make,
     "toolorder": toolorder.make,
-    "toolschema": lambda options: ToolSchema(),
+    "toolschema": toolschema.make,
 }
+# The catalogue steps among them (CatalogueStep); every other component is a schema step.
+CATALOGUE_STEPS: Final = frozenset({"toolorder"})
 # Named in the wider design, not built yet: naming one is an error, never a silent no-op.
 PLANNED = ("cachesplit", "cmdfilter", "dedup", "failed_run", "format")
+
+
+def declared(name: str, component: Component) -> Step:
+    """The component as a catalogue's walk runs it, by the kind the registry declares."""
+    if name in CATALOGUE_STEPS:
+        return Step.ordering(cast(CatalogueStep, component).order)
+    return Step.rewriting(cast(SchemaStep, component).rewrite)
 
 
 class UnknownComponent(ValueError):
@@ -246,9 +271,7 @@ class Pipeline:
         # Each entry keeps what a report says about its catalogue, made once (the parts
         # never refer back to their entry, so an eviction frees both at once).
         self.memo: Memo[entry.Entry, _ReportParts] = Memo(memo_size, memo_bytes)
-        self._rewrites: tuple[Step, ...] = tuple(
-            c if isinstance(c, toolorder.ToolOrder) else c.rewrite for c in self.components
-        )
+        self._steps = tuple(map(declared, self.names, self.components))
 
     def memo_gauges(self) -> tuple[int, int]:
         return len(self.memo), self.memo.capacity
@@ -268,7 +291,7 @@ class Pipeline:
         if not self.components:
             return RunReport((body,), ())
         try:
-            result = envelope.compact(body, self.memo, self._rewrites, api)
+            result = envelope.compact(body, self.memo, self._steps, api)
             return self._report(result)
         except Exception as exc:  # the runner itself failing still must not fail a request
             return RunReport(

@@ -1,5 +1,5 @@
-"""PURE. JSON-Schema knowledge as named tables, and the positional annotation stripper that is
-the `toolschema` component. Values in, values out: no I/O, no logging, no globals that change.
+"""PURE. JSON-Schema knowledge as named tables, and the walks every component shares: the
+subschema positions and the survey of what a schema uses. Values in, values out.
 
 Every walker recurses through `subschemas_of`, the subschema positions of drafts 4 to 2020-12: it
 never reads a property name and never enters instance data (`const`, `default`, `enum`,
@@ -8,9 +8,9 @@ never reads a property name and never enters instance data (`const`, `default`, 
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any, Final
 from urllib.parse import unquote
 
 JSON = Any  # a parsed JSON value: dict, list, str, int, float, bool, None or orjson.Fragment
@@ -73,18 +73,30 @@ SUBSCHEMA_LISTS = frozenset(
 # draft-07 `dependencies`: each value is a subschema or a list of property names.
 DEPENDENCIES = "dependencies"
 
-# Keywords that resolve against the base URI `$id`/`$schema` set up (rule 1 of issue 2).
-REFERENCE_KEYWORDS = frozenset(
+# Keywords that resolve against the base URI an id sets up (rule 1 of issue 2): references,
+# and the anchors a reference may name. Each with the word `tooldefs` counts it under when it
+# makes reachability unprovable (anchors are found by name, dynamic references by the dynamic
+# scope); None for `$ref`, a pointer it follows.
+REFERENCES: Final[Mapping[str, str | None]] = MappingProxyType(
     {
-        "$anchor",
-        "$dynamicAnchor",
-        "$dynamicRef",
-        "$recursiveRef",
-        "$ref",
+        "$anchor": "anchor",
+        "$dynamicAnchor": "dynamic_anchor",
+        "$dynamicRef": "dynamic_ref",
+        "$recursiveAnchor": "recursive_anchor",
+        "$recursiveRef": "recursive_ref",
+        "$ref": None,
     }
 )
+REFERENCE_KEYWORDS = frozenset(REFERENCES)
 
+# The references whose value is a URI, maybe with a JSON-Pointer fragment.
 POINTER_KEYWORDS = ("$dynamicRef", "$recursiveRef", "$ref")
+# The anchors whose value is a name a plain-name fragment (`#name`) finds.
+ANCHOR_KEYWORDS = ("$anchor", "$dynamicAnchor")
+
+# Keywords that set a new base URI where they appear, so a resource root: `$id`, and `id`,
+# draft-04's spelling of it (core §8.2.1; draft-04 core §7.2). Only a string value is an id.
+ID_KEYWORDS = ("$id", "id")
 
 DIALECTS = {
     "http://json-schema.org/draft-06/schema": "draft-06",
@@ -164,8 +176,12 @@ def decode_pointer(reference: str) -> tuple[str, ...] | None:
     return tuple(t.replace("~1", "/").replace("~0", "~") for t in fragment[1:].split("/"))
 
 
+def sets_base(node: dict[str, JSON]) -> bool:
+    """Whether a schema object sets a new base URI: an `$id`, or draft-04's `id`, as a string."""
+    return any(isinstance(node.get(keyword), str) for keyword in ID_KEYWORDS)
+
+
 HOLDS_SUBSCHEMAS = SUBSCHEMA_MAPS | SUBSCHEMA | SUBSCHEMA_LISTS | {DEPENDENCIES}
-_MAYBE_REMOVED = ANNOTATIONS | {"$id"}
 
 Member = str | int | None  # where a subschema sits in its keyword's value: name, index, or itself
 
@@ -242,7 +258,7 @@ def survey(schema: JSON) -> Survey:
                 pointer = decode_pointer(reference) if isinstance(reference, str) else None
                 if pointer:
                     found.pointers.append(pointer)
-        if depth and "$id" in node:
+        if depth and sets_base(node):
             embedded_ids = True
         if HOLDS_SUBSCHEMAS.isdisjoint(node):
             continue
@@ -251,9 +267,10 @@ def survey(schema: JSON) -> Survey:
         below = depth + 1
         stack += [(sub, below) for _, _, sub in subschemas_of(node) if isinstance(sub, dict)]
     if found.pointers and embedded_ids:
-        # Pointers resolve against the nearest `$id`; where ids are embedded, protect the
+        # Pointers resolve against the nearest id; where ids are embedded, protect the
         # pointer's path below each of them too (rare, so a second walk with paths).
-        found.resource_roots += [path for path, node in _walk(schema, ()) if path and "$id" in node]
+        roots = [path for path, node in _walk(schema, ()) if path and sets_base(node)]
+        found.resource_roots += roots
     return found
 
 
@@ -263,84 +280,3 @@ def _walk(node: JSON, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], 
         yield path, node
         for keyword, member, sub in subschemas_of(node):
             yield from _walk(sub, path + steps(keyword, member))
-
-
-class _Plan:
-    """What may go from one tool's schema, decided from its survey. `protected` holds the
-    keyword paths a JSON Pointer runs through, below each resource root."""
-
-    __slots__ = ("drop_ids", "keywords", "protected")
-
-    def __init__(self, found: Survey) -> None:
-        self.drop_ids = not found.references
-        self.keywords = found.keywords
-        self.protected = frozenset(
-            root + pointer[:end]
-            for pointer in found.pointers
-            for root in found.resource_roots
-            for end in range(1, len(pointer) + 1)
-        )
-
-    def drops_schema(self, uri: JSON) -> bool:
-        """Whether the root `$schema` naming `uri` may go: never while references resolve
-        against it, nor while a keyword in use validates differently under its dialect.
-
-        Only the root's goes: it names the dialect the providers assume anyway. A nested one
-        sets its subschema's dialect for any reader (jsonschema switches there), so it stays.
-        """
-        if not self.drop_ids:
-            return False
-        name = dialect(uri)
-        return name is not None and DIALECT_CONFLICTS[name].isdisjoint(self.keywords)
-
-
-class ToolSchema:
-    """The `toolschema` component: strips annotations by position, losslessly."""
-
-    name = "toolschema"
-
-    def rewrite(self, schema: JSON, tool_name: str | None) -> tuple[JSON, Counter[str]]:
-        """The schema without annotation keywords (same object when nothing goes)."""
-        removed: Counter[str] = Counter()
-        if not isinstance(schema, dict):
-            return schema, removed
-        plan = _Plan(survey(schema))
-        path = () if plan.protected else None
-        out = _strip(schema, plan, path, removed)
-        if "$schema" in out and plan.drops_schema(out["$schema"]):
-            removed["$schema"] += 1
-            out = {k: v for k, v in out.items() if k != "$schema"}
-        return out, removed
-
-
-def _strip(
-    node: dict[str, JSON], plan: _Plan, path: tuple[str, ...] | None, removed: Counter[str]
-) -> dict[str, JSON]:
-    """`node` without its removable keywords, recursing through subschema positions only.
-
-    `path` (from the schema root) is tracked only when a JSON Pointer protects some keyword.
-    """
-    if _MAYBE_REMOVED.isdisjoint(node):
-        if HOLDS_SUBSCHEMAS.isdisjoint(node):
-            return node
-        drop = []
-    else:
-        drop = [
-            key for key in _MAYBE_REMOVED.intersection(node) if key in ANNOTATIONS or plan.drop_ids
-        ]
-        if drop and path is not None:
-            drop = [key for key in drop if (*path, key) not in plan.protected]
-    changed: dict[str, JSON] = {}
-    for keyword, member, sub in subschemas_of(node):
-        if isinstance(sub, dict):
-            below = None if path is None else path + steps(keyword, member)
-            new = _strip(sub, plan, below, removed)
-            if new is not sub:
-                put_subschema(changed, node, keyword, member, new)
-    if not drop and not changed:
-        return node
-    out = {**node, **changed}
-    for key in drop:
-        del out[key]
-        removed[key] += 1
-    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 from toolslim.core.facts import CatalogueFacts
 
@@ -19,12 +19,7 @@ Advice = Literal[
     "unused_mcp_server",
     "websocket_disabled",
 ]
-ADVICE: Final[tuple[Advice, ...]] = (
-    "claude_code_tool_search_off",
-    "gemini_declarations_over_limit",
-    "unused_mcp_server",  # decided from the tool ledger, not per request (observe/ledger)
-    "websocket_disabled",
-)
+ADVICE: Final[tuple[Advice, ...]] = get_args(Advice)
 GEMINI_DECLARATION_LIMIT: Final = 512  # function declarations the Gemini API accepts
 
 FIX: Final[Mapping[Advice, str]] = MappingProxyType(

@@ -15,14 +15,14 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, get_args
 
 from toolslim.config.options import DRIFT_MAX_SESSIONS as MAX_SESSIONS
 from toolslim.core.facts import CatalogueFacts, Tools, digest
 from toolslim.wire.usage import Usage
 
 Kind = Literal["order_only", "added", "removed", "changed", "mixed"]
-KINDS: Final[tuple[Kind, ...]] = ("order_only", "added", "removed", "changed", "mixed")
+KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
 
 MAX_NAMED: Final = 20  # tools (and servers) an event names
 # Distinct catalogues a session keeps as its own: going back to one of them (a subagent's

@@ -15,20 +15,20 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import orjson
 
 from toolslim.config.options import DRIFT_MAX_SESSIONS
 from toolslim.core import tokens
-from toolslim.core.catalog import Api
 from toolslim.core.facts import CatalogueFacts
 from toolslim.core.lint import Finding
 from toolslim.core.pipeline import ComponentRun, RunReport, cached_tokens, count_tokens
 from toolslim.core.toolfacts import ToolFacts, tool_facts
 from toolslim.observe import advice, capture, drift, health, logs
 from toolslim.observe.ledger import who
-from toolslim.observe.stats import Stats
+from toolslim.observe.stats import Stats, Transport
+from toolslim.wire.apis import MODEL_CALLS
 from toolslim.wire.routing import Route
 from toolslim.wire.sse import UsageObserver
 from toolslim.wire.usage import Usage, UsageReader
@@ -39,18 +39,8 @@ MAX_COUNTING: Final = 64  # token counts queued at once; beyond, a request is no
 WARNED: Final = 1024  # (advisory, catalogue) pairs remembered as warned about
 
 Tokens = Mapping[str, tuple[int, int]]  # component -> (tokens before, tokens after)
-Transport = Literal["http", "websocket"]
 Catalogue = tuple[str, bytes]  # (api, identity): what Stats counts a request's catalogues by
 
-# The calls that ask a model for an answer, per API: how the path ends (prefix stripped, no
-# query). Their responses report the usage a provider bills; nothing else's does (a HEAD or
-# GET probe, /v1/models, a token count, a batch), so only these count as usage_unavailable.
-MODEL_CALLS: Final[Mapping[Api, tuple[str, ...]]] = {
-    "anthropic": ("/v1/messages",),
-    "gemini": (":generateContent", ":streamGenerateContent"),
-    "openai-chat": ("/chat/completions",),
-    "openai-responses": ("/v1/responses",),
-}
 
 
 @dataclass(slots=True)
@@ -78,6 +68,7 @@ class Exchange:
     # reader of a WebSocket response's events.
     observer: UsageObserver | UsageReader | None = None
     disconnected: bool = False
+    cut_by_shutdown: bool = False  # in flight when the shutdown grace ended
     failure: str = ""  # upstream error kind, if any
     capture: capture.Held | None = None  # its capture line, written once its answer is read
     # A WebSocket follow-up without a catalogue: those of the response it continues, still in
@@ -92,7 +83,9 @@ class Exchange:
 
 def is_model_call(exchange: Exchange) -> bool:
     """Whether the exchange asked a model for an answer: a `response.create` on a WebSocket,
-    or a POST to one of MODEL_CALLS. An upgrade is none: the relay counts its messages."""
+    or a POST to one of apis.MODEL_CALLS. Only their responses report the usage a provider
+    bills (not a probe, /v1/models, a token count, a batch), so only they count as
+    usage_unavailable. An upgrade is none: the relay counts its messages."""
     if exchange.transport == "websocket":
         return True
     ends = MODEL_CALLS.get(exchange.route.api)
@@ -175,10 +168,10 @@ class Ledger:
         self.pending.add(future)
         exchange.tokens = future
 
-    def transformed(self, exchange: Exchange, report: RunReport) -> None:
-        """What every transport does once the pipeline ran on a request: say which components
-        failed (by the error's type only: a message may quote the body), and find its
-        catalogue tokens."""
+    def pipeline_ran(self, exchange: Exchange, report: RunReport) -> None:
+        """What the transform step owes the ledger once the pipeline ran on a request: its
+        report, its catalogues linted, which components failed (by the error's type only: a
+        message may quote the body), and its catalogue tokens being counted."""
         exchange.report = report
         if report.catalogues:  # before the request is sent: /stats has it before the answer
             try:
@@ -212,7 +205,7 @@ class Ledger:
         stats = self.stats
         if exchange.disconnected:
             stats.record_client_disconnect()
-        if exchange.report is None:  # the client went away before its body was read
+        if exchange.report is None:  # a guard: a flow and a message both fill one in
             return
         stats.record_pipeline(exchange.report)
         stats.record_request(
@@ -404,7 +397,9 @@ class Ledger:
             message += f" transport={exchange.transport}"
         if exchange.failure:
             message += f" upstream_error={exchange.failure}"
-        if exchange.disconnected:
+        if exchange.cut_by_shutdown:
+            message += " shutdown"
+        elif exchange.disconnected:
             message += " client_disconnect"
         self._info(message)
 

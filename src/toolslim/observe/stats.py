@@ -9,9 +9,10 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
-from toolslim.config.options import DEFAULTS, READ_MULTIPLIER, WRITE_MULTIPLIER
+from toolslim.config.options import READ_MULTIPLIER, WRITE_MULTIPLIER
+from toolslim.config.settings import DEFAULTS
 from toolslim.core.facts import CatalogueFacts
 from toolslim.core.pipeline import RunReport, TokenTotals
 from toolslim.observe.advice import ADVICE, FIX, Advice
@@ -26,19 +27,28 @@ from toolslim.observe.counters import (
 from toolslim.observe.drift import KINDS, Change
 from toolslim.observe.health import Health
 from toolslim.observe.ledger import book, render
+from toolslim.wire.errors import Failure
 from toolslim.wire.usage import Usage
+
+# How a request arrived: an HTTP request, or a WebSocket's response.create.
+Transport = Literal["http", "websocket"]
+# Who ended a relayed WebSocket: either side closing, no message either way for
+# timeouts.idle_websocket, the proxy shutting down, or a failure on either leg.
+ClosedBy = Literal["client", "error", "idle", "shutdown", "upstream"]
+# Why the door closed a client connection: a stalled body (408), room made at the connection
+# limit, request headers or keep-alive past their limit, refused at the limit (503), or a
+# request still in flight when the shutdown grace ended.
+ConnectionClose = Literal[
+    "body_timeout", "evicted", "headers_timeout", "keepalive_timeout", "refused", "shutdown"
+]
 
 SCHEMA_VERSION = 1
 STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
-UPSTREAM_ERROR_KINDS = ("connect", "timeout", "reset")
+UPSTREAM_ERROR_KINDS: tuple[Failure, ...] = get_args(Failure)
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
-TRANSPORTS = ("http", "websocket")
-# Who ended a relayed WebSocket: either side closing, no message either way for
-# timeouts.idle_websocket, the proxy shutting down, or a failure on either leg.
-WEBSOCKET_CLOSERS = ("client", "error", "idle", "shutdown", "upstream")
-# Why the door closed a client connection: a stalled body (408), room made at the connection
-# limit, request headers or keep-alive past their limit, or refused at the limit (503).
-CONNECTION_CLOSES = ("body_timeout", "evicted", "headers_timeout", "keepalive_timeout", "refused")
+TRANSPORTS: tuple[Transport, ...] = get_args(Transport)
+WEBSOCKET_CLOSERS: tuple[ClosedBy, ...] = get_args(ClosedBy)
+CONNECTION_CLOSES: tuple[ConnectionClose, ...] = get_args(ConnectionClose)
 # What the door reports of the connections now (limits.Door.gauges).
 CONNECTION_GAUGES = ("open", "busy", "max", "buffered_bytes", "max_buffered_bytes")
 # Seconds. Proxy overhead is sub-millisecond when healthy; TTFB is the model thinking.
@@ -158,7 +168,7 @@ class Stats:
         status: int,
         bytes_in: int,
         bytes_out: int,
-        transport: str = "http",
+        transport: Transport = "http",
     ) -> None:
         """One proxied request, counted once when its response status is known: an HTTP
         request, or a `response.create` message on a WebSocket."""
@@ -299,7 +309,7 @@ class Stats:
     def record_client_disconnect(self) -> None:
         self.client_disconnects += 1
 
-    def record_connection_closed(self, reason: str) -> None:
+    def record_connection_closed(self, reason: ConnectionClose) -> None:
         """A client connection the proxy closed, for one of CONNECTION_CLOSES."""
         self.connections_closed[reason] += 1
 
@@ -312,7 +322,7 @@ class Stats:
         self.websockets_active += 1
         self.websockets_total += 1
 
-    def websocket_closed(self, closed_by: str) -> None:
+    def websocket_closed(self, closed_by: ClosedBy) -> None:
         self.websockets_active -= 1
         self.websockets_closed_by[closed_by] += 1
 

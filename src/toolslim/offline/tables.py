@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
+
+from toolslim.core.entry import Outcome
 
 PERCENTILES = (50, 90, 99)
 LOSSY = "toolbudget"  # the one component that changes what the model is told
@@ -148,7 +150,7 @@ def _component_rows(summaries: Sequence[dict[str, Any]]) -> list[list[str]]:
         name = summary["file"]
         for component, counts in summary["components"].items():
             reasons = ", ".join(f"{r} {n}" for r, n in counts["skip_reasons"].items())
-            counted = [_integer(counts[outcome]) for outcome in ("applied", "skipped", "error")]
+            counted = [_integer(counts[outcome]) for outcome in get_args(Outcome)]
             rows.append([name, component, *counted, reasons])
             name = ""
     return rows

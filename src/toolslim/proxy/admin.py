@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hmac
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -15,6 +15,8 @@ from aiohttp import web
 
 from toolslim.observe import fleet, metrics
 from toolslim.observe.stats import Stats
+from toolslim.wire.errors import unauthorized_body
+from toolslim.wire.routing import ADMIN_ROUTES
 
 DASHBOARD: Final = Path(__file__).resolve().parent.parent / "observe" / "dashboard"
 _FILE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -66,12 +68,21 @@ def host_registry(stats: Stats, host: Callable[[], Mapping[str, Any]]) -> metric
     return registry
 
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
 def add_routes(app: web.Application) -> None:
-    app.router.add_get("/healthz", healthz, allow_head=True)
-    app.router.add_get("/readyz", readyz, allow_head=True)
-    app.router.add_get("/stats", stats)
-    app.router.add_get("/metrics", metrics_page)
-    app.router.add_get("/dashboard", dashboard)
+    """A GET (and HEAD) handler for each of `routing.ADMIN_ROUTES`, a name without one failing
+    at start-up, and the dashboard's files below it."""
+    handlers: dict[str, Handler] = {
+        "dashboard": dashboard,
+        "healthz": healthz,
+        "metrics": metrics_page,
+        "readyz": readyz,
+        "stats": stats,
+    }
+    for name in ADMIN_ROUTES:
+        app.router.add_get(f"/{name}", handlers[name])
     app.router.add_get("/dashboard/", dashboard)
     app.router.add_get("/dashboard/{name}", dashboard)
 
@@ -87,9 +98,10 @@ def authorized(request: web.Request) -> bool:
 
 
 def _unauthorized() -> web.Response:
-    return web.json_response(
-        {"error": "this endpoint requires Authorization: Bearer <admin_token>"},
+    return web.Response(
         status=401,
+        body=unauthorized_body("this endpoint requires Authorization: Bearer <admin_token>"),
+        content_type="application/json",
         headers={"WWW-Authenticate": 'Bearer realm="toolslim"'},
     )
 

@@ -1,11 +1,12 @@
 """The only place the rooms are wired together: `make_app(settings)` builds the proxy
 (`serving` runs it as a process).
 
-Wiring only: the request path is `forward`, the admin endpoints `admin`, counting `exchange`,
-timeouts `watchdog`, client connections `limits`, buffered bytes `budget`, heavy transforms
-`offload`, the stop `shutdown`, the workers' shared totals `fleet`, their processes `workers`.
-Resources (the upstream session, the token and worker threads, the capture writer) open and
-close with the app.
+Wiring only: the request path is `flow` (one per request, built from `forward`'s Forwarder),
+the transform step both transports call `transform`, the admin endpoints `admin`, counting
+`exchange`, timeouts `watchdog`, client connections `limits`, buffered bytes `budget`, heavy
+transforms `offload`, the stop `shutdown`, the workers' shared totals `fleet`, their processes
+`workers`. Resources (the upstream session, the token and worker threads, the capture writer)
+open and close with the app.
 """
 
 from __future__ import annotations
@@ -40,24 +41,26 @@ from toolslim.observe.stats import Stats
 from toolslim.proxy import admin
 from toolslim.proxy import budget as buffers
 from toolslim.proxy.admin import ADMIN, Admin
+from toolslim.proxy.flow import Flow
 from toolslim.proxy.forward import Forwarder, refusal
 from toolslim.proxy.limits import CONNECTION_LIMITS, ClientLimits, ConnectionLimits
 from toolslim.proxy.offload import Offload
-from toolslim.proxy.watchdog import Patrol
+from toolslim.proxy.transform import Transform
+from toolslim.proxy.watchdog import Watchdogs
 from toolslim.proxy.websocket import Relay, is_upgrade, refuse_unless_upgraded
 from toolslim.wire import routing
 
 log = logging.getLogger("toolslim.proxy.app")
 
-# The longest a wait on the upstream outlasts its limit before it is cut: a quarter of the
-# shorter limit, and never more than this (seconds).
-_PATROL_PERIOD: Final = 1.0
+# The longest a wait outlasts its limit before it is cut: a quarter of the shortest limit,
+# and never more than this (seconds).
+_WATCHDOG_PERIOD: Final = 1.0
 _CAPTURE_FILES: Final = 8  # capture_max_bytes bounds the directory: 8 files, each 1/8 of it
 _DRAIN_COUNTS: Final = 10.0  # seconds the last token counts get at cleanup
 
 
 @dataclass(slots=True)
-class Forwarding:
+class ProxyState:
     """The app's state, made with the app: what the request path is built from once the app
     runs, and what tests and the admin endpoints read."""
 
@@ -70,26 +73,49 @@ class Forwarding:
     pending: set[asyncio.Future[Any]] = field(default_factory=set)
 
 
-FORWARDING: Final = web.AppKey("forwarding", Forwarding)
+FORWARDING: Final = web.AppKey("forwarding", ProxyState)
 
 
-class _Entrance:
-    """Where the catch-all route finds the Forwarder and the Relay the running app made (they
-    need the upstream sessions, which exist only while the app runs)."""
+class Handlers:
+    """The request path's two handlers, made once the app runs (they need the upstream
+    sessions, which exist only while it runs): the catch-all route finds them here."""
 
     __slots__ = ("forwarder", "relay")
     forwarder: Forwarder
     relay: Relay
 
 
-async def _enter(entrance: _Entrance, request: web.Request) -> web.StreamResponse:
+HANDLERS: Final = web.AppKey("handlers", Handlers)
+
+
+async def _enter(handlers: Handlers, request: web.Request) -> web.StreamResponse:
     """Every request that is not an admin one: a WebSocket upgrade, or HTTP; forwarded
     faithfully or not at all (routing.refusal)."""
     if (reason := routing.refusal(request.raw_path, request.headers.items())) is not None:
         return refusal(400, reason)
     if is_upgrade(request):
-        return await entrance.relay.handle(request)
-    return await entrance.forwarder.handle(request)
+        return await handlers.relay.handle(request)
+    return await Flow(handlers.forwarder, request).run()
+
+
+def grace_over(app: web.Application) -> None:
+    """The shutdown grace is over: the HTTP requests still in flight are cut next, and are
+    counted (`connections.closed.shutdown`) and logged as cut by the shutdown, not as their
+    clients' leaving. The process's shutdown calls this just before `runner.cleanup()`."""
+    handlers = app[HANDLERS]
+    if hasattr(handlers, "forwarder"):  # the app runs
+        handlers.forwarder.grace_over = True
+
+
+def _pipeline(settings: Settings) -> Pipeline:
+    """A pipeline as the settings declare it: one for the event loop, one for the worker
+    thread (the memo is not thread-safe, see offload); both give the same bytes."""
+    return Pipeline(
+        settings.pipeline,
+        memo_size=settings.memo_size,
+        memo_bytes=settings.memo_bytes,
+        options=settings.components,
+    )
 
 
 def make_app(
@@ -108,12 +134,7 @@ def make_app(
     With a `state` file the tool ledger's counts are written to it as they come; `base` is
     what it held at start (for one process; several workers find it on the board).
     """
-    pipeline = Pipeline(
-        settings.pipeline,
-        memo_size=settings.memo_size,
-        memo_bytes=settings.memo_bytes,
-        options=settings.components,
-    )
+    pipeline = _pipeline(settings)
     pending: set[asyncio.Future[Any]] = set()
     recorder = None
     if settings.capture_dir is not None:
@@ -139,7 +160,6 @@ def make_app(
         memo_gauges=pipeline.memo_gauges,
         memo_byte_gauges=pipeline.memo_byte_gauges,
         tokens_pending=lambda: len(pending),
-        connection_gauges=lambda: connections.gauges(),
         capture_counts=None if recorder is None else functools.partial(_capture_counts, recorder),
     )
     # With a board, the app is one of several workers: the buffer budget and the drift
@@ -151,6 +171,7 @@ def make_app(
     # Connections come in through the limits when `serve` listens (a test server bypasses
     # them, and their middleware then does nothing).
     connections = ConnectionLimits(ClientLimits.of(settings), stats, host_budget)
+    stats.connection_gauges = connections.gauges
     # The handlers rely on both: request bodies arrive as sent (a gzip body is forwarded
     # byte-identical unless changed), and a client that goes away cancels its handler at once.
     app = web.Application(
@@ -163,7 +184,7 @@ def make_app(
     )
     if recorder is not None:
         app.on_cleanup.append(_close_capture)
-    app[FORWARDING] = Forwarding(
+    app[FORWARDING] = ProxyState(
         settings, pipeline, stats, recorder, log_lines, drift_store, pending
     )
     app[CONNECTION_LIMITS] = connections
@@ -179,17 +200,18 @@ def make_app(
         app.cleanup_ctx.append(lambda app: _publishing(member))
     if state is not None:  # in before the ledger: out after its last counts
         app.cleanup_ctx.append(lambda app: keeping(tools, state))
-    entrance = _Entrance()
-    app.cleanup_ctx.append(lambda app: _serving(app, entrance))
+    handlers = app[HANDLERS] = Handlers()
+    app.cleanup_ctx.append(_serving)
     app.on_shutdown.append(_not_ready)
-    app.on_shutdown.append(lambda app: _drain_websockets(entrance))
+    app.on_shutdown.append(_drain_websockets)
     admin.add_routes(app)
-    app.router.add_route("*", "/{tail:.*}", functools.partial(_enter, entrance))
+    app.router.add_route("*", "/{tail:.*}", functools.partial(_enter, handlers))
     return app
 
 
-async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[None]:
-    """The upstream session, the patrol and the ledger, for as long as the app runs."""
+async def _serving(app: web.Application) -> AsyncIterator[None]:
+    """The upstream sessions, the watchdogs, the ledger and the worker thread, for as long as
+    the app runs."""
     state = app[FORWARDING]
     settings = state.settings
     connector = TCPConnector(limit=0, limit_per_host=settings.pool_size, ttl_dns_cache=300)
@@ -200,7 +222,7 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
     loop = asyncio.get_running_loop()
     limits = settings.timeouts
     shortest = min(limits.response_headers, limits.idle_chunk, limits.client_body_idle)
-    patrol = Patrol(loop, min(_PATROL_PERIOD, shortest / 4))
+    watchdogs = Watchdogs(loop, min(_WATCHDOG_PERIOD, shortest / 4))
     ledger = Ledger(
         state.stats,
         loop,
@@ -211,15 +233,17 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
         drift_store=state.drift_store,
     )
     # The worker thread's own pipeline: the memo is not thread-safe (see offload).
-    offload = Offload(
-        Pipeline(
-            settings.pipeline,
-            memo_size=settings.memo_size,
-            memo_bytes=settings.memo_bytes,
-            options=settings.components,
-        )
+    offload = Offload(_pipeline(settings))
+    transform = Transform(
+        state.pipeline,
+        ledger,
+        state.capture,
+        settings.max_body_bytes,
+        settings.max_catalogue_bytes,
+        offload,
     )
     connections = app[CONNECTION_LIMITS]
+    handlers = app[HANDLERS]
     async with (
         _session(connector, timeout) as session,
         # WebSockets get a session of their own: its status check keeps an upstream's
@@ -230,25 +254,22 @@ async def _serving(app: web.Application, entrance: _Entrance) -> AsyncIterator[N
             raise_for_status=refuse_unless_upgraded,
         ) as websockets,
     ):
-        entrance.forwarder = Forwarder(
+        handlers.forwarder = Forwarder(
             settings,
             state.pipeline,
             state.stats,
             session,
-            patrol,
+            watchdogs,
             ledger,
-            state.capture,
+            transform,
             limits=connections.limits,
             budget=connections.budget,
             offload=offload,
-            max_catalogue=settings.max_catalogue_bytes,
         )
-        entrance.relay = Relay(
-            settings, state.pipeline, state.stats, websockets, ledger, state.capture, offload
-        )
+        handlers.relay = Relay(settings, state.stats, websockets, ledger, transform, watchdogs)
         yield
-        await entrance.relay.wait_closed()
-    patrol.stop()
+        await handlers.relay.wait_closed()
+    watchdogs.stop()
     offload.close()
     await ledger.drain(_DRAIN_COUNTS)
 
@@ -310,9 +331,9 @@ async def _not_ready(app: web.Application) -> None:
     app[ADMIN].ready = False
 
 
-async def _drain_websockets(entrance: _Entrance) -> None:
+async def _drain_websockets(app: web.Application) -> None:
     """Open WebSockets close with 1001 once their response in flight has finished."""
-    entrance.relay.drain()
+    app[HANDLERS].relay.drain()
 
 
 @web.middleware

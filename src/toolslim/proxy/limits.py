@@ -26,7 +26,7 @@ from aiohttp.typedefs import Handler
 
 from toolslim.config.settings import DEFAULTS, Settings
 from toolslim.observe import logs
-from toolslim.observe.stats import Stats
+from toolslim.observe.stats import ConnectionClose, Stats
 from toolslim.proxy.budget import Budget, BufferBudget
 
 log = logging.getLogger("toolslim.proxy.limits")
@@ -42,8 +42,6 @@ MAX_BUFFERED_BYTES: Final[int] = DEFAULTS["max_buffered_bytes"]
 FILES_RESERVED: Final = 64
 _UNLIMITED_FILES: Final = 1 << 20  # what RLIM_INFINITY counts as
 
-# The reasons a client connection is closed by the limits (the keys of connections.closed).
-CLOSE_REASONS: Final = ("evicted", "headers_timeout", "keepalive_timeout", "refused")
 # At the limit with nothing idle to close: the answer before closing (it is written before
 # the request is read, so it names no API and has no error shape).
 _REFUSED: Final = (
@@ -370,7 +368,7 @@ class ConnectionLimits:
                 "busy: refused a new one with 503",
             )
 
-    def _close(self, connection: Connection, reason: str | None = None) -> None:
+    def _close(self, connection: Connection, reason: ConnectionClose | None = None) -> None:
         """Close a connection the limits have taken out of its queue."""
         connection.state = State.CLOSING
         self.open -= 1
@@ -384,10 +382,11 @@ class ConnectionLimits:
         loop = self._loop
         assert loop is not None
         now = loop.time()
-        for queue, limit, reason in (
+        rounds: tuple[tuple[dict[Connection, None], float, ConnectionClose], ...] = (
             (self._reading, self.limits.headers, "headers_timeout"),
             (self._idle, self.limits.keepalive, "keepalive_timeout"),
-        ):
+        )
+        for queue, limit, reason in rounds:
             while queue:
                 connection = next(iter(queue))
                 if connection.since + limit > now:

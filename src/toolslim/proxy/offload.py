@@ -14,14 +14,10 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final, ParamSpec, TypeVar
 
-from multidict import CIMultiDict
-
-from toolslim.core.catalog import Api
 from toolslim.core.pipeline import Pipeline
-from toolslim.proxy.transform import BUSY, Transformed, transform
 
 # Jobs queued or running at once; beyond, the caller does without (a body goes on untouched,
-# skipped `busy`). Each one's body is also held to the buffer budget (limits.BufferBudget).
+# skipped `busy`). Each one's body is also held to the buffer budget (budget.BufferBudget).
 MAX_JOBS: Final = 64
 
 P = ParamSpec("P")
@@ -65,25 +61,3 @@ class Offload:
     def close(self) -> None:
         """Drop the queued jobs; the running one ends by itself."""
         self._executor.shutdown(wait=False, cancel_futures=True)
-
-
-async def transformed(
-    offload: Offload | None,
-    body: bytes,
-    headers: CIMultiDict[str],
-    pipeline: Pipeline,
-    limit: int,
-    api: Api,
-    max_catalogue: int,
-) -> Transformed:
-    """`transform.transform` for every transport: on the loop (with the loop's `pipeline`) when
-    it is light, else on the worker thread; untouched, skipped busy, when its queue is full.
-    Without a worker thread (an app served in-process by tests) everything runs on the loop."""
-    done = transform(
-        body, headers, pipeline, limit, api, max_catalogue, on_loop=offload is not None
-    )
-    if done is None and offload is not None:
-        done = await offload.run(
-            transform, body, headers, offload.pipeline, limit, api, max_catalogue
-        )
-    return done if done is not None else (pipeline.skip(body, BUSY), (body,))

@@ -1,17 +1,25 @@
-"""The timeout watchdog and its patrol: every wait on an upstream is held to its limit by one
-timer for the whole app (asyncio only; nothing here knows about HTTP)."""
+"""The timeout watchdog: each wait of the request path is held to its limit by one timer for
+the whole app, and a wait that outlasts its limit raises `Stalled` (asyncio only; nothing here
+knows about HTTP)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any
 
 
+class Stalled(Exception):
+    """A wait held `within(limit)` outlasted its limit."""
+
+
 class Watchdog:
-    """Cancels a handler's task once one wait on the upstream outlasts its limit: the wait for
-    response headers, then each read of the body. Time spent writing to a slow client never
-    counts. A wait costs one clock read; the app's one `Patrol` does the checking.
+    """One task's waits, each held to its limit: `with watchdog.within(limit): await ...`
+    raises Stalled once the wait outlasts `limit` seconds. Time between waits (writing to a
+    slow client) never counts. A wait costs one clock read; the app's `Watchdogs` check.
+
+    One wait at a time: the watchdog is its own context manager, so a wait allocates nothing.
     """
 
     __slots__ = ("_cancelling", "_fired", "_limit", "_since", "_task", "_time")
@@ -24,33 +32,50 @@ class Watchdog:
         self._limit = 0.0
         self._fired = False
 
-    def waiting(self, limit: float) -> None:
-        self._since = self._time()
+    def within(self, limit: float) -> Watchdog:
+        """The next wait, held to `limit` seconds (use it in a `with` statement)."""
         self._limit = limit
+        return self
 
-    def done(self) -> None:
+    def __enter__(self) -> None:
+        self._since = self._time()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self._since = None
+        # The cancellation is this watchdog's own (then it is consumed), not the client's
+        # going away or a shutdown: those pass through as they are.
+        if kind is asyncio.CancelledError and self._fired:
+            self._fired = False
+            if self._task.uncancel() <= self._cancelling:
+                raise Stalled from None
 
     def check(self, now: float) -> None:
+        """Cancel the task if its pending wait began more than its limit before `now`."""
         if self._since is not None and not self._fired and now >= self._since + self._limit:
             self._fired = True
             self._task.cancel()
 
-    def expired(self) -> bool:
-        """Whether the CancelledError being handled is this watchdog's own (then it is
-        consumed), not the client's going away or a shutdown."""
-        return self._fired and self._task.uncancel() <= self._cancelling
 
-
-class Patrol:
-    """One timer for every request's watchdog: a round every `period` seconds while any is
-    watched, so a wait is cut at most `period` after its limit. (A timer per request, made
+class Watchdogs:
+    """Every task's watchdog, checked by one timer: a round every `period` seconds while any
+    is watched, so a wait is cut at most `period` after its limit. (A timer per request, made
     and cancelled around each wait, costs more than the request's own work at small sizes.)
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, period: float) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        period: float,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self._loop = loop
         self._period = period
+        self._clock = loop.time if clock is None else clock
         self._watched: set[Watchdog] = set()
         self._timer: asyncio.TimerHandle | None = None
 
@@ -58,8 +83,8 @@ class Patrol:
         """A watchdog over the current task, until `release`."""
         task = asyncio.current_task(self._loop)  # given the loop: no getpid system call
         if task is None:
-            raise RuntimeError("Patrol.watch() is called from a task")
-        watchdog = Watchdog(task, self._loop.time)
+            raise RuntimeError("Watchdogs.watch() is called from a task")
+        watchdog = Watchdog(task, self._clock)
         self._watched.add(watchdog)
         if self._timer is None:
             self._timer = self._loop.call_later(self._period, self._round)
@@ -68,6 +93,18 @@ class Patrol:
     def release(self, watchdog: Watchdog) -> None:
         self._watched.discard(watchdog)
 
+    @property
+    def ticking(self) -> bool:
+        """Whether the timer is set: it is only while a watchdog is watched (or one round
+        after the last is released)."""
+        return self._timer is not None
+
+    def check(self) -> None:
+        """One round now: every watched wait past its limit is cut."""
+        now = self._clock()
+        for watchdog in list(self._watched):  # a cancelled task may release at once
+            watchdog.check(now)
+
     def stop(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -75,8 +112,6 @@ class Patrol:
 
     def _round(self) -> None:
         self._timer = None  # this round's handle is spent, whatever happens below
-        now = self._loop.time()
-        for watchdog in list(self._watched):  # a cancelled task may release at once
-            watchdog.check(now)
+        self.check()
         if self._watched:
             self._timer = self._loop.call_later(self._period, self._round)

@@ -35,21 +35,20 @@ from yarl import URL
 
 from toolslim.config.settings import Settings
 from toolslim.core.envelope import joined
-from toolslim.core.pipeline import Pipeline
-from toolslim.observe import advice, capture
-from toolslim.observe.exchange import Exchange, Ledger, record
+from toolslim.observe import advice
+from toolslim.observe.exchange import Exchange, Ledger
 from toolslim.observe.ledger.chain import Chain, response_id
-from toolslim.observe.stats import Stats
+from toolslim.observe.stats import ClosedBy, Stats
 from toolslim.proxy.forward import error_response
-from toolslim.proxy.offload import Offload, transformed
-from toolslim.wire.errors import HeadersTimeout, translate
+from toolslim.proxy.transform import Transform
+from toolslim.proxy.watchdog import Stalled, Watchdogs
+from toolslim.wire.errors import HeadersTimeout, translate, upgrade_required_body
 from toolslim.wire.routing import HOP_BY_HOP, REQUEST_REBUILT, Route, drop_hop_by_hop, route_request
 from toolslim.wire.usage import UsageReader
 
 log = logging.getLogger("toolslim.proxy.websocket")
 
 Side = Literal["client", "upstream"]
-ClosedBy = Literal[Side, "idle", "shutdown", "error"]
 
 # Negotiated per leg: each side of the relay has its own key, accept and extensions.
 _HANDSHAKE: Final = frozenset(
@@ -101,11 +100,7 @@ def is_upgrade(request: web.Request) -> bool:
 
 def upgrade_required(route: Route, message: str) -> web.Response:
     """426 with an OpenAI-shape error: a WebSocket client falls back to HTTP at once."""
-    body = (
-        b'{"error":{"message":'
-        + orjson.dumps(message)
-        + b',"type":"invalid_request_error","param":null,"code":"upgrade_required"}}'
-    )
+    body = upgrade_required_body(message)
     return web.Response(status=426, body=body, content_type="application/json")
 
 
@@ -150,7 +145,7 @@ class _Response:
 
 
 @dataclass(slots=True, eq=False)
-class Connection:
+class RelayedWebSocket:
     """One relayed WebSocket: the two legs, the responses in flight, the last activity."""
 
     relay: Relay
@@ -255,29 +250,17 @@ class Connection:
         message goes on as it is."""
         if event_type(data) != b"response.create":
             return data
-        relay = self.relay
         received = time.perf_counter()
         path = self.route.target.partition("?")[0]
         exchange = Exchange(
             self.route, "WS", path, received, "websocket", self.request.headers, data
         )
-        settings = relay.settings
-        report, pieces = await transformed(
-            relay.offload,
-            data,
-            CIMultiDict(),
-            relay.pipeline,
-            settings.max_body_bytes,
-            "openai-responses",
-            settings.max_catalogue_bytes,
-        )
-        relay.ledger.transformed(exchange, report)
-        if not report.catalogues:
+        # A message has no headers of its own: no Content-Encoding, no signature.
+        rewritten = await self.relay.transform(exchange, data)
+        pieces = rewritten.pieces
+        if not rewritten.report.catalogues:
             exchange.continued = self.chain.continued(data)
         out = data if pieces == (data,) else joined(pieces)
-        exchange.bytes_in, exchange.bytes_out = len(data), len(out)
-        if relay.recorder is not None:
-            record(relay.recorder, exchange, out)
         exchange.sent = True
         exchange.overhead = time.perf_counter() - received
         self.inflight.append(_Response(exchange, UsageReader("openai-responses")))
@@ -317,6 +300,8 @@ class Connection:
             exchange = self.inflight.popleft().exchange
             if self.closed_by == "client":
                 exchange.disconnected = True
+            elif self.closed_by == "shutdown":  # the grace ended with it in flight
+                exchange.cut_by_shutdown = True
             else:
                 exchange.failure = "reset"
                 exchange.status = 502
@@ -354,13 +339,12 @@ class Relay:
     """Everything the WebSocket path needs, made once the app runs (see app._serving)."""
 
     settings: Settings
-    pipeline: Pipeline
     stats: Stats
     session: ClientSession  # its own: the status check above applies to upgrades only
     ledger: Ledger
-    recorder: capture.Recorder | None
-    offload: Offload | None = None  # None transforms every message on the loop
-    connections: set[Connection] = field(default_factory=set)
+    transform: Transform  # the one HTTP bodies go through
+    watchdogs: Watchdogs  # the one HTTP waits are held by
+    connections: set[RelayedWebSocket] = field(default_factory=set)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -401,7 +385,7 @@ class Relay:
         except (ConnectionError, web.HTTPException):
             await upstream.close(code=1001)
             return client
-        connection = Connection(self, route, request, client, upstream)
+        connection = RelayedWebSocket(self, route, request, client, upstream)
         self.connections.add(connection)
         self.stats.websocket_opened()
         closed_by: ClosedBy = "error"
@@ -417,10 +401,9 @@ class Relay:
     ) -> ClientWebSocketResponse[Literal[False]] | web.StreamResponse:
         """The upstream's WebSocket, or the answer the client gets instead."""
         headers = request.headers
-        timeouts = self.settings.timeouts
-        deadline = asyncio.timeout(timeouts.response_headers)
+        watchdog = self.watchdogs.watch()
         try:
-            async with deadline:
+            with watchdog.within(self.settings.timeouts.response_headers):
                 return await self.session.ws_connect(
                     websocket_url(route),
                     proxy=route.upstream.proxy,
@@ -433,17 +416,18 @@ class Relay:
                     timeout=ClientWSTimeout(ws_receive=None, ws_close=_CLOSE_WAIT),
                     decode_text=False,
                 )
+        except Stalled:
+            return self._failed(route, HeadersTimeout())
         except Refused as refused:
             return self._refused(route, refused)
         except WSServerHandshakeError as exc:  # 101, but not a WebSocket handshake
             self.stats.record_upstream_error("reset")
             why = f"the {route.upstream.name} upstream's WebSocket handshake was invalid"
             return error_response(route, 502, f"{why} ({exc.message})")
-        except TimeoutError as exc:
-            failure: BaseException = HeadersTimeout() if deadline.expired() else exc
-            return self._failed(route, failure)
-        except (ClientError, OSError) as exc:
+        except (ClientError, OSError, TimeoutError) as exc:
             return self._failed(route, exc)
+        finally:
+            self.watchdogs.release(watchdog)
 
     def _failed(self, route: Route, exc: BaseException) -> web.Response:
         translated = translate(exc, route.upstream.name, self.settings.timeouts)

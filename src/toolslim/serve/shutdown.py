@@ -20,6 +20,7 @@ from typing import Final
 
 from aiohttp import web
 
+from toolslim.proxy.app import grace_over
 from toolslim.proxy.limits import ConnectionLimits
 
 log = logging.getLogger("toolslim.proxy.app")
@@ -80,6 +81,7 @@ async def drain(
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(grace):
             await connections.quiet()
+    grace_over(runner.app)  # what is cut next is counted and logged as cut by the shutdown
     started = time.monotonic()
     try:
         async with asyncio.timeout(CLEANUP_SECONDS):

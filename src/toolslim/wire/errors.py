@@ -1,5 +1,6 @@
 """PURE. The one boundary where a failure to reach the upstream becomes what the client sees:
-a status, a kind for the counters, and an error body in the shape of the API it called.
+a status, a kind for the counters, and an error body in the shape of the API it called; and
+every other error body toolslim answers with (a refusal, an upgrade refused, the admin's 401).
 
 Must not import aiohttp or prometheus_client. aiohttp's errors are told apart by what they
 are underneath (OSError, TimeoutError, an `os_error`), so this room needs none of its types.
@@ -9,11 +10,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import orjson
 
-from toolslim.config.settings import Timeouts
 from toolslim.wire.routing import Route
 
 # What went wrong with the upstream, as counted in `upstream_errors`.
@@ -26,6 +26,16 @@ class HeadersTimeout(TimeoutError):
     The client library raises a plain TimeoutError only while connecting (the one limit it
     is given), so any other TimeoutError is a connect timeout.
     """
+
+
+class Timeouts(Protocol):
+    """The two limits a failure's message names (the settings' `timeouts`)."""
+
+    @property
+    def connect(self) -> float: ...
+
+    @property
+    def response_headers(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,5 +91,20 @@ _OPENAI_CODES: Final = {504: "upstream_timeout"}
 
 
 def refusal_body(message: str) -> bytes:
-    """A request toolslim refuses itself (not an open proxy, a malformed target)."""
+    """A request toolslim refuses itself (not an open proxy, a malformed target, a stalled
+    body)."""
     return orjson.dumps({"error": {"message": message, "type": "invalid_request_error"}})
+
+
+def upgrade_required_body(message: str) -> bytes:
+    """426 for a WebSocket upgrade, in the OpenAI shape: a client falls back to HTTP at once."""
+    return (
+        b'{"error":{"message":'
+        + orjson.dumps(message)
+        + b',"type":"invalid_request_error","param":null,"code":"upgrade_required"}}'
+    )
+
+
+def unauthorized_body(message: str) -> bytes:
+    """401 from an admin endpoint without its bearer token."""
+    return orjson.dumps({"error": message})

@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from multidict import CIMultiDict
 
-from toolslim.config.settings import Settings, Upstream
 from toolslim.core.catalog import Api
+from toolslim.wire.apis import APIS, VERSIONS, api_of
 
 # RFC 9110 section 7.6.1: never forwarded, in either direction (plus whatever Connection lists).
 HOP_BY_HOP: Final = frozenset(
@@ -24,17 +24,14 @@ HOP_BY_HOP: Final = frozenset(
 # Expect was already answered by this server (it has the whole body).
 REQUEST_REBUILT: Final = HOP_BY_HOP | {"host", "content-length", "expect"}
 
-# Path prefixes that name an API by themselves (the upstream they imply, the API).
-_API_PATHS: Final[tuple[tuple[str, Api], ...]] = (
-    ("/v1/messages", "anthropic"),
-    ("/v1/responses", "openai-responses"),
-)
-_GEMINI_FIRST: Final = frozenset({"v1beta", "v1alpha"})
-_UPSTREAM_OF: Final[Mapping[Api, str]] = {
-    "anthropic": "anthropic",
-    "openai-chat": "openai",
-    "openai-responses": "openai",
-}
+# The tables as route_request reads them per request (plain dicts: a lookup through a
+# MappingProxyType costs more).
+_UPSTREAM_OF: Final[dict[Api, str]] = {api: paths.upstream for api, paths in APIS.items()}
+_IMPLIED: Final = dict(VERSIONS)
+
+# The paths the proxy answers itself, /NAME and below (proxy/admin.py registers a handler for
+# each): never forwarded, so no upstream may be named after one (config.checks).
+ADMIN_ROUTES: Final = ("dashboard", "healthz", "metrics", "readyz", "stats")
 
 
 # A `.` or `..` segment (RFC 3986 section 3.3), its dots raw or percent-encoded, between
@@ -50,6 +47,26 @@ _DOT_SEGMENT: Final = re.compile(
 _NOT_UTF8: Final = re.compile("[\udc80-\udcff]")
 
 
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """A named upstream base URL (scheme://host[:port][/base/path], no trailing slash), and the
+    forward proxy its connections go through (None: direct)."""
+
+    name: str
+    url: str
+    proxy: str | None = None
+
+
+class Upstreams(Protocol):
+    """What routing reads of the settings: the configured upstreams and the default one."""
+
+    @property
+    def upstreams(self) -> Mapping[str, Upstream]: ...
+
+    @property
+    def default_upstream(self) -> str: ...
+
+
 @dataclass(slots=True)  # one per request: not frozen, see pipeline.RunReport
 class Route:
     """Where a request goes: the upstream, the target appended to its base URL, the API."""
@@ -59,7 +76,7 @@ class Route:
     api: Api
 
 
-def route_request(target: str, headers: Mapping[str, str], settings: Settings) -> Route:
+def route_request(target: str, headers: Mapping[str, str], settings: Upstreams) -> Route:
     """Pick the upstream for an origin-form request target (issue 3's routing table)."""
     path = target.partition("?")[0]
     upstreams = settings.upstreams
@@ -73,11 +90,12 @@ def route_request(target: str, headers: Mapping[str, str], settings: Settings) -
         path = target.partition("?")[0]
     api = api_of(path)
     if name is None:
-        if first in _GEMINI_FIRST:
-            name = "gemini"
-        elif api in _UPSTREAM_OF:
+        implied = _IMPLIED.get(first)
+        if implied is not None:
+            name = implied
+        elif api != "other":
             name = _UPSTREAM_OF[api]
-        elif first == "v1":
+        elif first in _IMPLIED:
             anthropic = "anthropic-version" in headers or "x-api-key" in headers
             name = "anthropic" if anthropic else "openai"
         else:
@@ -86,16 +104,6 @@ def route_request(target: str, headers: Mapping[str, str], settings: Settings) -
         # Gemini's OpenAI-compatible endpoint answers in OpenAI's shape (usage, errors).
         api = "openai-chat" if path.endswith("/chat/completions") else "gemini"
     return Route(upstreams[name], target, api)
-
-
-def api_of(path: str) -> Api:
-    """The API a path (without its query) belongs to, by its shape alone."""
-    if path == "/v1/chat/completions":
-        return "openai-chat"
-    for prefix, api in _API_PATHS:
-        if path.startswith(prefix):
-            return api
-    return "other"
 
 
 def signed(headers: Mapping[str, str]) -> bool:

@@ -14,7 +14,9 @@ import orjson
 
 from toolslim.core.components.tooldefs import MISSING, TABLES, resolve
 from toolslim.core.schema import (
+    ANCHOR_KEYWORDS,
     HOLDS_SUBSCHEMAS,
+    ID_KEYWORDS,
     JSON,
     MAX_DEPTH,
     POINTER_KEYWORDS,
@@ -159,7 +161,7 @@ def _drop_definitions(schema: dict[str, JSON]) -> JSON:
     if not present:
         return schema
     ids = any(
-        "$id" in survey(entry).keywords
+        not survey(entry).keywords.isdisjoint(ID_KEYWORDS)
         for t in present
         if isinstance(schema[t], dict)
         for entry in schema[t].values()
@@ -297,13 +299,15 @@ class _Targets:
         self.ids: set[str] = set()
 
         def edit(node: dict[str, JSON], depth: int) -> tuple[JSON, bool]:
-            for keyword in ("$anchor", "$dynamicAnchor"):
+            for keyword in ANCHOR_KEYWORDS:
                 if isinstance(node.get(keyword), str):
                     self.anchors.add(node[keyword])
-            uri = node.get("$id")
-            if isinstance(uri, str):
+            for keyword in ID_KEYWORDS:
+                uri = node.get(keyword)
+                if not isinstance(uri, str):
+                    continue
                 if uri.startswith("#"):
-                    self.anchors.add(uri[1:])  # draft-07: `"$id": "#name"` is an anchor
+                    self.anchors.add(uri[1:])  # draft-04 to 07: `"$id": "#name"` is an anchor
                 else:
                     self.ids.add(uri.partition("#")[0])
             return node, True

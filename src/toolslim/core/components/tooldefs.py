@@ -10,23 +10,22 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from toolslim.core.schema import JSON, MAX_DEPTH, TooDeep, decode_pointer, subschemas_of
+from toolslim.core.schema import (
+    JSON,
+    MAX_DEPTH,
+    REFERENCES,
+    TooDeep,
+    decode_pointer,
+    sets_base,
+    subschemas_of,
+)
 
 # The root definition tables: `$defs` (2019-09 and later) and `definitions` (draft-04 to 07).
 TABLES = ("$defs", "definitions")
 
 # Keywords whose mere presence makes reachability unprovable, and the reason each is counted
-# under: anchors are found by name, dynamic references by the dynamic scope, not by pointer.
-UNSAFE_KEYWORDS = {
-    "$anchor": "anchor",
-    "$dynamicAnchor": "dynamic_anchor",
-    "$dynamicRef": "dynamic_ref",
-    "$recursiveAnchor": "recursive_anchor",
-    "$recursiveRef": "recursive_ref",
-}
-
-# Keywords that set a new base URI below the root (`id` is draft-04's spelling of `$id`).
-ID_KEYWORDS = ("$id", "id")
+# under: every reference keyword but `$ref` (schema.REFERENCES).
+UNSAFE_KEYWORDS = {keyword: why for keyword, why in REFERENCES.items() if why is not None}
 
 # Keys of the component's Counter: `unsafe:<reason>` when it skips, `definitions` removed.
 UNSAFE = "unsafe:"
@@ -115,7 +114,7 @@ def _scan(node: JSON, depth: int, found: _Scan, *, root: bool = False) -> None:
         for keyword, reason in UNSAFE_KEYWORDS.items():
             if keyword in node:
                 found.reasons.add(reason)
-        if depth and any(isinstance(node.get(k), str) for k in ID_KEYWORDS):
+        if depth and sets_base(node):
             found.reasons.add("embedded_id")
         for keyword, _, sub in subschemas_of(node):
             if isinstance(sub, dict) and not (root and node is top and keyword in TABLES):

@@ -15,13 +15,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 from toolslim.core.lint import schemas
 from toolslim.core.lint.view import Provider, Tool, View
 
 Severity = Literal["rejected", "degraded"]
-SEVERITIES: Final[tuple[Severity, ...]] = ("rejected", "degraded")
+SEVERITIES: Final[tuple[Severity, ...]] = get_args(Severity)
 # What a check says: the tool that breaks the rule (None: the catalogue as a whole) and how.
 Check = Callable[[View], Iterator[tuple[Tool | None, str]]]
 

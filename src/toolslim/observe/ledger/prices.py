@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 Tier = Literal["read", "write", "uncached", "unknown"]
-TIERS: Final[tuple[Tier, ...]] = ("read", "write", "uncached", "unknown")
+TIERS: Final[tuple[Tier, ...]] = get_args(Tier)
 # The genai-prices usage field of each tier's tokens (each also counts in input_tokens).
 _FIELDS: Final[Mapping[Tier, str | None]] = {
     "read": "cache_read_tokens",

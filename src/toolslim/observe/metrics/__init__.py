@@ -6,7 +6,7 @@ family group that grew on its own is a module here (`lint`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, get_args
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import (
@@ -18,6 +18,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
+from toolslim.core.entry import Outcome
 from toolslim.observe.metrics import lint, tools
 from toolslim.observe.stats import Stats
 
@@ -304,7 +305,7 @@ def _component_families(components: Mapping[str, Mapping[str, Any]]) -> list[Met
         "stage",
     )
     for name, c in components.items():
-        for outcome in ("applied", "skipped", "error"):
+        for outcome in get_args(Outcome):
             runs.add_metric([name, outcome], c[outcome])
         for reason, count in c["skip_reasons"].items():
             skips.add_metric([name, reason], count)
