@@ -26,7 +26,7 @@ from toolslim.proxy.app import make_app
 from toolslim.proxy.limits import CONNECTION_LIMITS
 from toolslim.serve import shutdown
 
-log = logging.getLogger("toolslim.proxy.app")  # the name operators' log searches know
+log = logging.getLogger("toolslim.proxy.app")  # one name for the lifecycle lines of app and process
 
 
 def serve(settings: Settings) -> int:
