@@ -234,3 +234,46 @@ def serve(server: StatsServer) -> Iterator[StatsServer]:
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+
+
+@contextmanager
+def proxy_in_thread(upstream: web.Application, name: str) -> Iterator[str]:
+    """The real proxy before `upstream`, both on 127.0.0.1 in a thread of their own (the
+    browser blocks the test's), at the URL yielded; stopped and cleaned up on exit."""
+    from proxy_harness import settings_for
+    from toolslim.proxy.app import make_app
+
+    loop = asyncio.new_event_loop()
+    runners: list[web.AppRunner] = []
+    ready = threading.Event()
+    url: list[str] = []
+
+    async def start() -> None:
+        fake = web.AppRunner(upstream, access_log=None)
+        await fake.setup()
+        await web.TCPSite(fake, "127.0.0.1", 0).start()
+        host, port = fake.addresses[0][:2]
+        proxy = web.AppRunner(make_app(settings_for(f"http://{host}:{port}")), access_log=None)
+        await proxy.setup()
+        await web.TCPSite(proxy, "127.0.0.1", 0).start()
+        runners.extend((proxy, fake))
+        host, port = proxy.addresses[0][:2]
+        url.append(f"http://{host}:{port}")
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        ready.set()
+        loop.run_forever()
+        for runner in runners:
+            loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    assert ready.wait(10), "the proxy did not start"
+    try:
+        yield url[0]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)

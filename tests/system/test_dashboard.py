@@ -6,9 +6,7 @@ tested end to end elsewhere, reusing `page_stats` and `assert_page_matches`.
 
 from __future__ import annotations
 
-import asyncio
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -16,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from fakes import FakeClock, mixed_stats
 from toolslim.core.pipeline import skipped_report
@@ -31,6 +28,7 @@ from browser import (  # noqa: E402  (after selenium's importorskip)
     StatsServer,
     assert_page_matches,
     page_stats,
+    proxy_in_thread,
     required_paths,
     screenshot,
     serve,
@@ -326,48 +324,12 @@ def test_without_advisories_or_changes_there_is_no_banner_and_the_panel_says_so(
         assert "no catalogue changes yet" in driver.find_element(By.ID, "drift-recent").text
 
 
-@contextmanager
-def running_proxy() -> Iterator[str]:
+def running_proxy() -> Any:
     """The real proxy and an upstream that answers with the usage asked for, in a thread of
     their own (the browser blocks this one), at the URL yielded."""
-    from proxy_harness import settings_for
     from sessions import UsageUpstream
-    from toolslim.proxy.app import make_app
 
-    loop = asyncio.new_event_loop()
-    runners: list[web.AppRunner] = []
-    ready = threading.Event()
-    url: list[str] = []
-
-    async def start() -> None:
-        upstream = web.AppRunner(UsageUpstream().app(), access_log=None)
-        await upstream.setup()
-        await web.TCPSite(upstream, "127.0.0.1", 0).start()
-        host, port = upstream.addresses[0][:2]
-        proxy = web.AppRunner(make_app(settings_for(f"http://{host}:{port}")), access_log=None)
-        await proxy.setup()
-        await web.TCPSite(proxy, "127.0.0.1", 0).start()
-        runners.extend((proxy, upstream))
-        host, port = proxy.addresses[0][:2]
-        url.append(f"http://{host}:{port}")
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-        for runner in runners:
-            loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    thread = threading.Thread(target=run, name="dashboard-test-proxy", daemon=True)
-    thread.start()
-    assert ready.wait(10), "the proxy did not start"
-    try:
-        yield url[0]
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+    return proxy_in_thread(UsageUpstream().app(), "dashboard-test-proxy")
 
 
 def test_stats_metrics_and_the_dashboard_of_the_running_proxy_agree_on_drift_and_advice(

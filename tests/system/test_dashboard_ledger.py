@@ -4,22 +4,16 @@ tools under their server, and the unused_mcp_server banner names the one server 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from browser import assert_page_matches, screenshot, wait_for_state
-from proxy_harness import settings_for
+from browser import assert_page_matches, proxy_in_thread, screenshot, wait_for_state
 from tools_card import banner_servers, browser_errors, server_rows, unused_under
-from toolslim.proxy.app import make_app
 
 OBJECT = {"type": "object", "properties": {"path": {"type": "string", "title": "Path"}}}
 CATALOGUE = [
@@ -52,46 +46,12 @@ async def answer(request: web.Request) -> web.Response:
     )
 
 
-@contextmanager
-def running_proxy() -> Iterator[str]:
+def running_proxy() -> Any:
     """The real proxy before an upstream that calls the tools X-Calls names, in a thread of
     their own (the browser blocks this one), at the URL yielded."""
-    loop = asyncio.new_event_loop()
-    runners: list[web.AppRunner] = []
-    ready = threading.Event()
-    url: list[str] = []
-
-    async def start() -> None:
-        fake = web.Application()
-        fake.router.add_route("*", "/{tail:.*}", answer)
-        upstream = web.AppRunner(fake, access_log=None)
-        await upstream.setup()
-        await web.TCPSite(upstream, "127.0.0.1", 0).start()
-        host, port = upstream.addresses[0][:2]
-        proxy = web.AppRunner(make_app(settings_for(f"http://{host}:{port}")), access_log=None)
-        await proxy.setup()
-        await web.TCPSite(proxy, "127.0.0.1", 0).start()
-        runners.extend((proxy, upstream))
-        host, port = proxy.addresses[0][:2]
-        url.append(f"http://{host}:{port}")
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(start())
-        ready.set()
-        loop.run_forever()
-        for runner in runners:
-            loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    thread = threading.Thread(target=run, name="dashboard-ledger-proxy", daemon=True)
-    thread.start()
-    assert ready.wait(10), "the proxy did not start"
-    try:
-        yield url[0]
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+    fake = web.Application()
+    fake.router.add_route("*", "/{tail:.*}", answer)
+    return proxy_in_thread(fake, "dashboard-ledger-proxy")
 
 
 def send_script(url: str) -> dict[str, Any]:
