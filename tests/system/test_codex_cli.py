@@ -6,9 +6,7 @@ the proxy and codex see 127.0.0.1 and nothing else. docs/clients.md says what co
 
 from __future__ import annotations
 
-import functools
 import json
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,10 +25,9 @@ from fake_responses import (
     generates,
     make_fake_responses,
 )
+from realclients import CLIENTS, ROOT, TURN_LIMIT, refusal
 
-ROOT = Path(__file__).resolve().parents[2]
-CODEX = ROOT / ".clients" / "node_modules" / ".bin" / "codex"
-TURN_LIMIT = 150  # seconds for one whole turn in its namespace; codex itself gets 60
+CODEX = CLIENTS / "codex"
 # What codex prints when its WebSocket did not work out and it uses HTTP instead.
 FALLBACK = (
     "Falling back from WebSockets to HTTPS transport",
@@ -38,28 +35,12 @@ FALLBACK = (
 )
 
 
-@functools.cache
-def _unshare_refusal() -> str | None:
-    """Why a loopback-only network namespace cannot be made here, or None when it can."""
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return "needs unshare (util-linux) and ip (iproute2)"
-    probe = ["unshare", "-n", "ip", "link", "set", "lo", "up"]
-    result = subprocess.run(probe, capture_output=True, text=True, timeout=10, check=False)
-    if result.returncode != 0:
-        return f"`unshare -n` is not permitted here: {result.stderr.strip()}"
-    return None
-
-
 @pytest.fixture
 def codex() -> Path:
     """The installed codex launcher; the test is skipped, saying why, when it cannot run."""
-    if not CODEX.exists():
-        pytest.skip(f"codex is not installed at {CODEX}: run .ci/install-clients")
-    if shutil.which("node") is None:
-        pytest.skip("node is not on PATH (the codex launcher is a node script)")
-    refusal = _unshare_refusal()
-    if refusal is not None:
-        pytest.skip(refusal)
+    why = refusal(CODEX)
+    if why is not None:
+        pytest.skip(why)
     return CODEX
 
 
