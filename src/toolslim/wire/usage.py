@@ -14,7 +14,15 @@ from typing import Any, Final
 import orjson
 
 from toolslim.core.catalog import Api
-from toolslim.wire.calls import CALL_KEYS, FINDERS, MAX_CALLS, CacheMiss, Call, cache_miss_of
+from toolslim.wire.calls import (
+    CALL_KEYS,
+    FINDERS,
+    MAX_CALLS,
+    CacheMiss,
+    Call,
+    Finder,
+    cache_miss_of,
+)
 
 __all__ = [
     "API_NAMES",
@@ -223,6 +231,37 @@ CALL_NEEDLES: Final[Mapping[Api, tuple[bytes, ...]]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What a reader of one API looks for, made once per API: its providers, the needles a
+    byte search finds usage and calls by, the keys a text test finds both by, the call
+    finders, and whether the answers may carry Anthropic's cache diagnostics."""
+
+    providers: tuple[_Provider, ...]
+    needle: Needle
+    call_needles: tuple[bytes, ...]
+    keys: tuple[str, ...]
+    finders: tuple[Finder, ...]
+    diagnosed: bool
+
+
+def _reading(api: Api) -> _Reading:
+    providers = PROVIDERS[api]
+    usage_keys, needle = KEYS[api]
+    calls = CALL_NEEDLES[api]
+    return _Reading(
+        providers,
+        needle,
+        calls,
+        usage_keys + tuple(call.decode() for call in calls),
+        tuple(FINDERS[p.name] for p in providers),
+        _ANTHROPIC in providers,
+    )
+
+
+_READINGS: Final[Mapping[str, _Reading]] = {api: _reading(api) for api in PROVIDERS}
+
+
 class UsageReader:
     """Reads one response's usage from its JSON events, given one at a time, in order; and,
     from the same events, the tool calls it makes (each counted once, at most MAX_CALLS) and
@@ -251,13 +290,13 @@ class UsageReader:
 
     def __init__(self, api: Api) -> None:
         """`api` names whose shapes to look for; a name outside Api reads as "other"."""
-        api = api if api in PROVIDERS else "other"
-        self._providers = PROVIDERS[api]
-        usage_keys, self.needle = KEYS[api]
-        self.call_needles = CALL_NEEDLES[api]
-        self.keys = usage_keys + tuple(needle.decode() for needle in self.call_needles)
-        self._finders = tuple(FINDERS[p.name] for p in self._providers)
-        self._diagnosed = _ANTHROPIC in self._providers
+        reading = _READINGS.get(api) or _READINGS["other"]
+        self._providers = reading.providers
+        self.needle = reading.needle
+        self.call_needles = reading.call_needles
+        self.keys = reading.keys
+        self._finders = reading.finders
+        self._diagnosed = reading.diagnosed
         self._provider: _Provider | None = None
         self._raw: dict[str, Any] = {}
         self._final = False
