@@ -45,6 +45,9 @@ _TOOL_BYTES: Final = 170
 # Anthropic's metadata.user_id (Claude Code puts its session_id in it).
 SESSION_HEADERS: Final = ("x-claude-code-session-id", "session-id", "session_id")
 SESSION_MEMBERS: Final = (b'"prompt_cache_key"', b'"user_id"')
+# The members an API's bodies have, where that is known: an Anthropic body has no
+# prompt_cache_key, so one in its tail is a transcript's (a tool call's input), not its session.
+MEMBERS_OF: Final[Mapping[str, tuple[bytes, ...]]] = {"anthropic": (b'"user_id"',)}
 # For clients that name none (Gemini CLI): the credential, the model and the first bytes of
 # the system instruction, which together stay the same for one user's one conversation.
 CREDENTIAL_HEADERS: Final = ("x-api-key", "authorization", "x-goog-api-key", "api-key")
@@ -74,15 +77,19 @@ def session_of(target: str, headers: Mapping[str, str] | None, body: bytes, salt
     return hashlib.blake2b(session_key(target, headers, body), digest_size=8, key=salt).digest()
 
 
-def session_key(target: str, headers: Mapping[str, str] | None, body: bytes) -> bytes:
+def session_key(
+    target: str, headers: Mapping[str, str] | None, body: bytes, api: str | None = None
+) -> bytes:
     """What names the request's session (to be hashed at once, never kept): the first of
-    SESSION_HEADERS, else of SESSION_MEMBERS, else credential, model and system bytes."""
+    SESSION_HEADERS, else of the SESSION_MEMBERS the request's `api` has (MEMBERS_OF; None:
+    all), else credential, model and system bytes."""
     headers = headers or {}
     for name, prefix in _SESSION_PREFIXES:
         if value := headers.get(name):
             return prefix + value.encode()
     tail = max(0, len(body) - _TAIL)
-    for member in SESSION_MEMBERS:
+    members = SESSION_MEMBERS if api is None else MEMBERS_OF.get(api, SESSION_MEMBERS)
+    for member in members:
         if (found := member_string(body, member, tail)) is not None:
             return b"%s\0%s" % (member, found)
     credential = next((headers[h] for h in CREDENTIAL_HEADERS if h in headers), "")

@@ -229,7 +229,8 @@ class Ledger:
         # What names the session, read from the body once for drift and the tool ledger.
         key = b""
         if exchange.report.catalogues or offered:
-            key = drift.session_key(exchange.route.target, exchange.headers, exchange.body)
+            route = exchange.route
+            key = drift.session_key(route.target, exchange.headers, exchange.body, route.api)
         if exchange.report.catalogues:
             miss = observer.cache_miss if observer is not None else None
             catalogue = self._decide(
