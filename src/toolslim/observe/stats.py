@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from toolslim.config.options import READ_MULTIPLIER, WRITE_MULTIPLIER
@@ -55,6 +56,9 @@ CONNECTION_GAUGES = ("open", "busy", "max", "buffered_bytes", "max_buffered_byte
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25)
 TTFB_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 RECENT_CHANGES = 50  # catalogue changes /stats lists in drift.recent
+_NONE: Mapping[Any, Any] = MappingProxyType({})  # an empty mapping to read, never a new one
+# An HTTP status -> its class in by_status (any other number counts as "other").
+_STATUS_CLASS = {status: f"{status // 100}xx" for status in range(100, 600)}
 
 
 class Stats:
@@ -176,7 +180,7 @@ class Stats:
         self.by_upstream[upstream] += 1
         self.by_api[api] += 1
         self.by_transport[transport] += 1
-        self.by_status[f"{status // 100}xx" if 100 <= status < 600 else "other"] += 1
+        self.by_status[_STATUS_CLASS.get(status, "other")] += 1
         self.bytes_received += bytes_in
         self.bytes_forwarded += bytes_out
         self._series_point()[1] += 1
@@ -217,7 +221,7 @@ class Stats:
             counters.catalogue_tokens_before += before
             counters.catalogue_tokens_after += after
             saved += before - after
-        deferred = tokens.deferred if isinstance(tokens, TokenTotals) else {}
+        deferred = tokens.deferred if isinstance(tokens, TokenTotals) else _NONE
         for name, (before, after) in deferred.items():
             self._counters(name).deferred_tokens_saved += before - after
             saved -= before - after
@@ -229,7 +233,7 @@ class Stats:
             self.last_tokens_at = self.clock()
             if catalogue is not None:
                 api, identity = catalogue
-                count = self.catalogues.get(api, {}).get(identity)
+                count = self.catalogues.get(api, _NONE).get(identity)
                 if count is not None:
                     count.catalogue_tokens, count.tokens_saved = self.last_catalogue_tokens, saved
         self._series_point()[2] += saved

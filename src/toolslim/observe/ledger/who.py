@@ -7,6 +7,7 @@ Must not import aiohttp or prometheus_client.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping
@@ -14,10 +15,13 @@ from typing import Final
 
 import orjson
 
-from toolslim.core.owners import client_of
+from toolslim.core import owners
 from toolslim.observe.drift import session_key
 
 __all__ = ["client_of", "model_of", "session_named", "session_of"]
+
+# A client sends the same User-Agent with every request: its client is found once.
+client_of: Final = functools.lru_cache(maxsize=64)(owners.client_of)
 
 _GEMINI_MODEL: Final = re.compile(r"/models/([^/:?]+)")
 _MODEL: Final = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.){1,200}")')
@@ -28,9 +32,10 @@ _TAIL: Final = 16 * 1024
 def model_of(target: str, body: bytes) -> str | None:
     """The model a request asks for: Gemini's path names it, other APIs' `model` member (SDKs
     write it first, some clients last: the body's head and end are searched)."""
-    found = _GEMINI_MODEL.search(target.partition("?")[0])
-    if found is not None:
-        return found.group(1)
+    if "/models/" in target:  # what _GEMINI_MODEL needs to match at all
+        found = _GEMINI_MODEL.search(target.partition("?")[0])
+        if found is not None:
+            return found.group(1)
     match = _MODEL.search(body, 0, _HEAD) or _MODEL.search(body, max(0, len(body) - _TAIL))
     if match is None:
         return None
