@@ -17,12 +17,21 @@ toolschema` in a child process before `fake_upstream.py` (a streamed answer), th
 sent `--proxied` times (concurrency 4), the proxy's CPU (utime + stime from /proc) per request.
 
 Run: `python bench/ledger_bench.py [--requests N] [--rounds N] [--proxied N]`.
+
+`--observing` measures instead, in this process, what observing costs per memo-hit request
+(issue 23): the Ledger and Stats as `toolslim serve` makes them, the 16 rotating 80 KB bench
+bodies (`compact_bench.bodies`, no session header), the fake upstream's JSON answer (or its
+SSE answer, `--stream`), and per request `Ledger.pipeline_ran`, a `UsageObserver` made, fed
+and finished, and `Ledger.count` (at INFO, the line written nowhere), for `[]` and
+`[toolschema]` in alternating rounds, the least round of each kept.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
+import logging
 import tempfile
 import time
 from collections.abc import Callable
@@ -30,13 +39,22 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from multidict import CIMultiDict, CIMultiDictProxy
 
-from common import TICK, cpu_ticks, load, start_proxy, start_upstream, stop
+from common import ANTHROPIC_HEADERS, TICK, cpu_ticks, load, start_proxy, start_upstream, stop
+from compact_bench import SIZES, bodies, catalogue
+from fake_upstream import message_reply, sse_reply
+from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
 from toolslim.core.tokens import count_tokens
 from toolslim.core.toolfacts import tool_facts
+from toolslim.observe import drift, logs
+from toolslim.observe.exchange import Exchange, Ledger
 from toolslim.observe.ledger import render, who
 from toolslim.observe.ledger.book import ToolLedger
+from toolslim.proxy.app import FORWARDING, make_app
+from toolslim.proxy.transform import rewrite
+from toolslim.wire.routing import route_request
 from toolslim.wire.sse import UsageObserver
 
 CAPTURE = Path(__file__).resolve().parent.parent / "captures" / "claude-code.mcp.anthropic.json"
@@ -122,12 +140,102 @@ def proxy_cpu(body: bytes, count: int) -> float:
             stop(processes)
 
 
+class Nowhere(io.StringIO):
+    """Where the request lines go: made and flushed as serving, kept nowhere."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+async def observer_of(pipeline: tuple[str, ...], stream: bool) -> Callable[[int], float]:
+    """A round of `count` memo-hit requests of `pipeline`: seconds of observing per request."""
+    settings = Settings(pipeline=pipeline)
+    lines = logs.BatchedLines(Nowhere())
+    lines.setFormatter(logs.LineFormatter(logs.FORMAT))
+    logging.getLogger("toolslim").setLevel(logging.INFO)
+    state = make_app(settings, lines)[FORWARDING]
+    ledger = Ledger(
+        state.stats,
+        asyncio.get_running_loop(),
+        state.pending,
+        lines,
+        drift_kept_bytes=settings.memo_bytes // drift.KEPT_SHARE,
+    )
+    items = bodies(catalogue(), SIZES["80KB"], 16, seed=SIZES["80KB"])
+    if not stream:
+        items = [body.replace(b',"stream":true}', b',"stream":false}') for body in items]
+    answer, kind = (
+        (sse_reply(5), "text/event-stream") if stream else (message_reply(), "application/json")
+    )
+    sent = []
+    for body in items:
+        headers = CIMultiDictProxy(
+            CIMultiDict({**ANTHROPIC_HEADERS, "User-Agent": "toolslim-bench/1"})
+        )
+        sent.append((body, headers, route_request("/v1/messages", headers, settings)))
+
+    def one(body: bytes, headers: Any, route: Any) -> float:
+        exchange = Exchange(route, "POST", "/v1/messages", time.perf_counter(), headers=headers)
+        done = rewrite(body, "", state.pipeline, settings.max_body_bytes, route.api, None, True)
+        assert done is not None
+        exchange.body = body
+        started = time.perf_counter()
+        ledger.pipeline_ran(exchange, done.report)
+        ran = time.perf_counter()
+        exchange.bytes_in, exchange.bytes_out = len(body), sum(map(len, done.pieces))
+        exchange.overhead, exchange.sent, exchange.status = 0.0002, True, 200
+        answered = time.perf_counter()
+        exchange.observer = UsageObserver(route.api, kind, None)
+        exchange.observer.feed(answer)
+        ledger.count(exchange)
+        return ran - started + time.perf_counter() - answered
+
+    for _ in range(3):  # the memo, the catalogue's tokens and its tools' tokens
+        for item in sent:
+            one(*item)
+        if state.pending:
+            await asyncio.wait(set(state.pending))
+
+    def round_of(count: int) -> float:
+        return sum(one(*sent[n % len(sent)]) for n in range(count)) / count
+
+    return round_of
+
+
+def observing(requests: int, rounds: int, stream: bool) -> None:
+    """Print what observing costs per memo-hit request, `[]` and `[toolschema]`."""
+
+    async def run() -> dict[str, float]:
+        rounds_of = {
+            "[]": await observer_of((), stream),
+            "[toolschema]": await observer_of(("toolschema",), stream),
+        }
+        best = dict.fromkeys(rounds_of, float("inf"))
+        for _ in range(rounds):
+            for name, round_of in rounds_of.items():
+                best[name] = min(best[name], round_of(requests))
+        return best
+
+    best = asyncio.run(run())
+    empty, schema = best["[]"], best["[toolschema]"]
+    print(
+        f"observing per memo-hit request ({'SSE' if stream else 'JSON'} answer, least of"
+        f" {rounds} rounds of {requests}): [] {empty * 1e6:.1f} us, [toolschema]"
+        f" {schema * 1e6:.1f} us ({schema / empty:.2f}x, +{(schema - empty) * 1e6:.1f} us)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000, help="requests per round")
     parser.add_argument("--rounds", type=int, default=5, help="rounds (the least kept)")
     parser.add_argument("--proxied", type=int, default=2000, help="requests through serve")
+    parser.add_argument("--observing", action="store_true", help="observing per request")
+    parser.add_argument("--stream", action="store_true", help="--observing an SSE answer")
     args = parser.parse_args()
+    if args.observing:
+        observing(args.requests, args.rounds, args.stream)
+        return
 
     body = CAPTURE.read_bytes()
     pipeline = Pipeline(["toolschema"])
