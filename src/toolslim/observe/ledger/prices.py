@@ -5,6 +5,7 @@ overridden per model by the `prices:` option. A model neither knows is unpriced.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final, Literal, get_args
@@ -38,12 +39,36 @@ class Prices:
         self._overrides = {model.lower(): prices for model, prices in (overrides or {}).items()}
         self._found: dict[tuple[str, str | None, Tier, int], float | None] = {}
         self._brackets: dict[tuple[str, str | None], tuple[int, ...] | None] = {}
+        # (model, api, tier) as asked -> (low, high, the answer for input tokens in (low, high]):
+        # a session asks the same every turn.
+        self._last: dict[tuple[str, str, Tier], tuple[float, float, float | None]] = {}
 
     def per_token(self, model: str | None, api: str, tier: Tier, input_tokens: int) -> float | None:
         """USD per token of `tier` for `model` on a request of `input_tokens` input tokens
         (cached ones included); None when the model is unknown or the tier is `unknown`."""
         if not model or tier == "unknown":
             return None
+        asked = (model, api, tier)
+        last = self._last.get(asked)
+        if last is not None and last[0] < input_tokens <= last[1]:
+            return last[2]
+        unit = self._per_token(model, api, tier, input_tokens)
+        if len(self._last) >= MAX_MODELS:
+            self._last.clear()
+        self._last[asked] = (*self._bracket_around(model, api, input_tokens), unit)
+        return unit
+
+    def _bracket_around(self, model: str, api: str, input_tokens: int) -> tuple[float, float]:
+        """(low, high): every request of input tokens in (low, high] falls in the price tier
+        of `input_tokens` (the whole line for a model with one price, or unknown)."""
+        starts = self._brackets.get((model.lower(), PROVIDERS.get(api)))
+        if model.lower() in self._overrides or not starts:
+            return -math.inf, math.inf
+        low = max((start for start in starts if start < input_tokens), default=-math.inf)
+        high = min((start for start in starts if start >= input_tokens), default=math.inf)
+        return low, high
+
+    def _per_token(self, model: str, api: str, tier: Tier, input_tokens: int) -> float | None:
         model = model.lower()
         override = self._overrides.get(model)
         if override is not None:
