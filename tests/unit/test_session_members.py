@@ -49,3 +49,31 @@ def test_a_session_header_names_the_session_for_every_api(api: str | None) -> No
     assert drift.session_key("/v1/messages", headers, body, api) == drift.session_key(
         "/v1/messages", headers, body
     )
+
+
+def test_an_anthropic_body_is_named_by_its_last_user_id_not_a_tool_calls() -> None:
+    call = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t", "name": "Who", "input": {"user_id": "u-9"}}],
+    }
+    body = anthropic_body([{"role": "user", "content": "hi"}, call])
+    assert drift.session_key("/v1/messages", {}, body, "anthropic") == b'"user_id"\0"session-1"'
+    # without the API, the first in the tail, as before
+    assert drift.session_key("/v1/messages", {}, body) == b'"user_id"\0"u-9"'
+
+
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        (b'"user_id":"a"}', b'"a"'),
+        (b'"user_id": "a", "user_id": "b"}', b'"b"'),
+        (b'"user_id": "a", "user_id": {"x": 1}}', b'"a"'),  # the last has no string
+        (b'"user_id":1,"x":"user_id"}', None),
+        (b'"user_id"', None),
+        (b"", None),
+    ],
+)
+def test_the_last_member_string_is_that_of_the_last_place_with_a_string(
+    tail: bytes, expected: bytes | None
+) -> None:
+    assert drift.last_member_string(b'{"a": 1, ' + tail, b'"user_id"', 0) == expected

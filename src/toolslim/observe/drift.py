@@ -45,9 +45,11 @@ _TOOL_BYTES: Final = 170
 # Anthropic's metadata.user_id (Claude Code puts its session_id in it).
 SESSION_HEADERS: Final = ("x-claude-code-session-id", "session-id", "session_id")
 SESSION_MEMBERS: Final = (b'"prompt_cache_key"', b'"user_id"')
-# The members an API's bodies have, where that is known: an Anthropic body has no
-# prompt_cache_key, so one in its tail is a transcript's (a tool call's input), not its session.
-MEMBERS_OF: Final[Mapping[str, tuple[bytes, ...]]] = {"anthropic": (b'"user_id"',)}
+# The members an API's bodies have where that is known, each read at its LAST place in the
+# tail: an Anthropic body has no prompt_cache_key (one in its tail is a tool call's input in
+# the transcript), and Claude Code writes metadata.user_id after the transcript and the tools,
+# so the last user_id is metadata's where the first may be a tool call's.
+LAST_MEMBERS_OF: Final[Mapping[str, tuple[bytes, ...]]] = {"anthropic": (b'"user_id"',)}
 # For clients that name none (Gemini CLI): the credential, the model and the first bytes of
 # the system instruction, which together stay the same for one user's one conversation.
 CREDENTIAL_HEADERS: Final = ("x-api-key", "authorization", "x-goog-api-key", "api-key")
@@ -81,16 +83,19 @@ def session_key(
     target: str, headers: Mapping[str, str] | None, body: bytes, api: str | None = None
 ) -> bytes:
     """What names the request's session (to be hashed at once, never kept): the first of
-    SESSION_HEADERS, else of the SESSION_MEMBERS the request's `api` has (MEMBERS_OF; None:
-    all), else credential, model and system bytes."""
+    SESSION_HEADERS, else of SESSION_MEMBERS in the body's tail (for an `api` of
+    LAST_MEMBERS_OF, the last of its members there), else credential, model and system bytes."""
     headers = headers or {}
     for name, prefix in _SESSION_PREFIXES:
         if value := headers.get(name):
             return prefix + value.encode()
     tail = max(0, len(body) - _TAIL)
-    members = SESSION_MEMBERS if api is None else MEMBERS_OF.get(api, SESSION_MEMBERS)
+    members: tuple[bytes, ...] = SESSION_MEMBERS
+    find = member_string
+    if api is not None and api in LAST_MEMBERS_OF:
+        members, find = LAST_MEMBERS_OF[api], last_member_string
     for member in members:
-        if (found := member_string(body, member, tail)) is not None:
+        if (found := find(body, member, tail)) is not None:
             return b"%s\0%s" % (member, found)
     credential = next((headers[h] for h in CREDENTIAL_HEADERS if h in headers), "")
     model = _GEMINI_MODEL.search(target.partition("?")[0])
@@ -117,6 +122,16 @@ def member_string(body: bytes, member: bytes, start: int) -> bytes | None:
     for at in reversed(places):
         if (found := _string_after(body, at + len(member))) is not None:
             return found
+    return None
+
+
+def last_member_string(body: bytes, member: bytes, start: int) -> bytes | None:
+    """The raw JSON string after the last `member` key at or after `start` that has one."""
+    end = len(body)
+    while (at := body.rfind(member, start, end)) != -1:
+        if (found := _string_after(body, at + len(member))) is not None:
+            return found
+        end = at + len(member) - 1  # an occurrence overlapping this one starts before it
     return None
 
 
