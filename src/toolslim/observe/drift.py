@@ -65,9 +65,9 @@ SYSTEM_BYTES: Final = 256
 _TAIL: Final = 16 * 1024
 _HEAD: Final = 1024
 _SESSION_PREFIXES: Final = tuple((name, name.encode() + b"\0") for name in SESSION_HEADERS)
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# After a key: JSON whitespace, a colon, whitespace and a whole JSON string (the value).
+_STRING_AFTER = re.compile(rb'[ \t\r\n]*:[ \t\r\n]*("[^"\\]*(?:\\.[^"\\]*)*")', re.DOTALL)
 _GEMINI_MODEL = re.compile(r"/models/([^/:?]+)")
-_WS = b" \t\r\n"
 
 
 def session_of(target: str, headers: Mapping[str, str] | None, body: bytes, salt: bytes) -> bytes:
@@ -147,12 +147,8 @@ def member_string_forward(body: bytes, member: bytes, start: int) -> bytes | Non
 
 def _string_after(body: bytes, at: int) -> bytes | None:
     """The raw JSON string after `: ` at `at` (a key's end), if there is one."""
-    colon = _skip_ws(body, at)
-    if body[colon : colon + 1] == b":":
-        match = _STRING.match(body, _skip_ws(body, colon + 1))
-        if match is not None:
-            return match.group()
-    return None
+    match = _STRING_AFTER.match(body, at)
+    return None if match is None else match.group(1)
 
 
 def _model_in(body: bytes) -> bytes:
@@ -161,12 +157,6 @@ def _model_in(body: bytes) -> bytes:
     if head is not None:
         return head
     return member_string(body, b'"model"', max(0, len(body) - _TAIL)) or b""
-
-
-def _skip_ws(body: bytes, at: int) -> int:
-    while at < len(body) and body[at] in _WS:
-        at += 1
-    return at
 
 
 # --- what changed ------------------------------------------------------------------------
