@@ -27,6 +27,8 @@ _GEMINI_MODEL: Final = re.compile(r"/models/([^/:?]+)")
 _MODEL: Final = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.){1,200}")')
 _HEAD: Final = 1024
 _TAIL: Final = 16 * 1024
+# How SDKs and agents start a body (JSON.stringify, serde: compact, `model` first).
+_COMPACT_START: Final = b'{"model":"'
 
 
 def model_of(target: str, body: bytes) -> str | None:
@@ -36,14 +38,30 @@ def model_of(target: str, body: bytes) -> str | None:
         found = _GEMINI_MODEL.search(target.partition("?")[0])
         if found is not None:
             return found.group(1)
-    match = _MODEL.search(body, 0, _HEAD) or _MODEL.search(body, max(0, len(body) - _TAIL))
-    if match is None:
-        return None
+    raw = _compact_model(body)
+    if raw is None:
+        match = _MODEL.search(body, 0, _HEAD) or _MODEL.search(body, max(0, len(body) - _TAIL))
+        if match is None:
+            return None
+        raw = match.group(1)
     try:
-        model = orjson.loads(match.group(1))
+        model = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
     return model if isinstance(model, str) and model else None
+
+
+def _compact_model(body: bytes) -> bytes | None:
+    """`_MODEL`'s string in a body that starts `{"model":"` and a name of 1 to 200 bytes
+    without an escape (where the pattern's first match is), by two byte searches; None for
+    any other body, which the pattern reads."""
+    if not body.startswith(_COMPACT_START):
+        return None
+    start = len(_COMPACT_START)
+    end = body.find(b'"', start, min(_HEAD, start + 201))
+    if end <= start or body.find(b"\\", start, end) != -1:
+        return None
+    return body[start - 1 : end + 1]
 
 
 def session_of(target: str, headers: Mapping[str, str] | None, body: bytes) -> str:
