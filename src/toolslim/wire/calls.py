@@ -50,6 +50,7 @@ def _anthropic(obj: Mapping[str, Any]) -> Iterable[Found]:
         return [
             found
             for index, block in enumerate(_list(obj.get("content")))
+            if isinstance(block, dict) and block.get("type") in _ANTHROPIC_BLOCKS  # calls only
             for found in _anthropic_block(("block", index), block)
         ]
     return ()

@@ -69,11 +69,11 @@ def _minus(total: int, part: int) -> int:
 
 def _read_anthropic(usage: Mapping[str, Any]) -> Usage:
     # Anthropic's input_tokens already excludes cache reads and writes.
-    return Usage(
-        input_tokens=_count(usage, "input_tokens"),
-        output_tokens=_count(usage, "output_tokens"),
-        cache_read_input_tokens=_count(usage, "cache_read_input_tokens"),
-        cache_creation_input_tokens=_count(usage, "cache_creation_input_tokens"),
+    return Usage(  # in the field order of Usage
+        _count(usage, "input_tokens"),
+        _count(usage, "output_tokens"),
+        _count(usage, "cache_read_input_tokens"),
+        _count(usage, "cache_creation_input_tokens"),
     )
 
 
