@@ -56,6 +56,7 @@ CONNECTION_GAUGES = ("open", "busy", "max", "buffered_bytes", "max_buffered_byte
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25)
 TTFB_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 RECENT_CHANGES = 50  # catalogue changes /stats lists in drift.recent
+RUNS_HELD = 64  # distinct reports' runs counted as repeats before they are added in
 _NONE: Mapping[Any, Any] = MappingProxyType({})  # an empty mapping to read, never a new one
 # An HTTP status -> its class in by_status (any other number counts as "other").
 _STATUS_CLASS = {status: f"{status // 100}xx" for status in range(100, 600)}
@@ -145,6 +146,8 @@ class Stats:
         self.series_interval = series_interval
         self.series: deque[list[float]] = deque(maxlen=series_points)
         self._point: list[float] = [float("inf"), 0, 0, 0]  # the current one; none yet
+        # id of a runs tuple -> [it, requests that reported it, bytes saved], since last added.
+        self._runs: dict[int, list[Any]] = {}
 
     def _series_point(self) -> list[float]:
         """The point of the interval now falls in (kept: several calls per request ask)."""
@@ -186,28 +189,48 @@ class Stats:
         self._series_point()[1] += 1
 
     def record_pipeline(self, report: RunReport) -> None:
-        """What each component did to one request; tokens follow in `record_tokens`."""
+        """What each component did to one request; tokens follow in `record_tokens`.
+
+        A catalogue's memo hits report the very same runs: each distinct runs object is
+        counted as repeats, added to the component counters when they are read (`_add_runs`).
+        """
         self.memo_hits += report.memo_hits
         self.memo_misses += report.memo_misses
-        point = self._series_point()
-        for run in report.runs:
-            counters = self._counters(run.component)
-            counters.tools_seen += run.tools_seen
-            if run.outcome == "applied":  # a rewrite that was not adopted changed nothing
-                counters.applied += 1
-                counters.catalogue_bytes_before += run.bytes_before
-                counters.catalogue_bytes_after += run.bytes_after
-                counters.deferred_bytes_saved += run.deferred_bytes_saved
-                point[3] += run.bytes_saved - run.deferred_bytes_saved
-                counters.tools_changed += run.tools_changed
-                removed = counters.removed  # not Counter.update: its Mapping check is slow
-                for keyword, count in run.removed.items():
-                    removed[keyword] += count
-            elif run.outcome == "skipped":
-                counters.skipped += 1
-                counters.skip_reasons[run.reason or "unknown"] += 1
-            else:
-                counters.error += 1
+        runs = report.runs
+        repeated = self._runs.get(id(runs))
+        if repeated is None:
+            if len(self._runs) >= RUNS_HELD:
+                self._add_runs()
+            saved = 0
+            for run in runs:
+                self._counters(run.component)  # made in the order requests first name them
+                if run.outcome == "applied":
+                    saved += run.bytes_saved - run.deferred_bytes_saved
+            repeated = self._runs[id(runs)] = [runs, 0, saved]  # held: its id stays its own
+        repeated[1] += 1
+        self._series_point()[3] += repeated[2]
+
+    def _add_runs(self) -> None:
+        """Add the runs counted since the last time to the component counters."""
+        for runs, times, _ in self._runs.values():
+            for run in runs:
+                counters = self._counters(run.component)
+                counters.tools_seen += run.tools_seen * times
+                if run.outcome == "applied":  # a rewrite that was not adopted changed nothing
+                    counters.applied += times
+                    counters.catalogue_bytes_before += run.bytes_before * times
+                    counters.catalogue_bytes_after += run.bytes_after * times
+                    counters.deferred_bytes_saved += run.deferred_bytes_saved * times
+                    counters.tools_changed += run.tools_changed * times
+                    removed = counters.removed  # not Counter.update: its Mapping check is slow
+                    for keyword, count in run.removed.items():
+                        removed[keyword] += count * times
+                elif run.outcome == "skipped":
+                    counters.skipped += times
+                    counters.skip_reasons[run.reason or "unknown"] += times
+                else:
+                    counters.error += times
+        self._runs.clear()
 
     def record_tokens(
         self, tokens: Mapping[str, tuple[int, int]], catalogue: tuple[str, bytes] | None = None
@@ -381,6 +404,7 @@ class Stats:
 
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON-ready dict; the documented /stats schema (keys are added, never renamed)."""
+        self._add_runs()
         memo_size, memo_capacity = self.memo_gauges()
         memo_bytes, memo_max_bytes = self.memo_byte_gauges()
         now = self.clock()
