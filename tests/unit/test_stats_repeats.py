@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakes import FakeClock
-from toolslim.core.pipeline import ComponentRun, RunReport
+from toolslim.core.pipeline import ComponentRun, RunReport, TokenTotals
 from toolslim.observe.counters import ComponentCounters
 from toolslim.observe.stats import RUNS_HELD, Stats
 
@@ -92,3 +92,72 @@ def test_more_distinct_runs_than_held_are_all_counted() -> None:
             stats.record_pipeline(RunReport((b"",), runs))
             counted.append(runs)
     assert shown(stats) == eagerly(counted)
+
+
+TOTALS = [
+    TokenTotals({"toolschema": (2000, 1900)}, {"toolschema": (800, 700)}),
+    TokenTotals({"toolschema": (500, 450), "mine": (450, 400)}),
+    TokenTotals({"toolschema": (500, 500)}),
+    TokenTotals(),
+]
+
+
+def tokens_eagerly(counted: list[TokenTotals]) -> dict[str, Any]:
+    """What counting each request's token totals one by one shows."""
+    sums: dict[str, list[int]] = {"toolschema": [0, 0, 0]}
+    saved_in_all = 0
+    last = (0, 0)
+    for tokens in counted:
+        saved = 0
+        for name, (before, after) in tokens.items():
+            sums.setdefault(name, [0, 0, 0])
+            sums[name][0] += before
+            sums[name][1] += after
+            saved += before - after
+        for name, (before, after) in tokens.deferred.items():
+            sums.setdefault(name, [0, 0, 0])[2] += before - after
+            saved -= before - after
+        if tokens:
+            first, (first_before, _) = next(iter(tokens.items()))
+            last = (first_before - tokens.deferred.get(first, (0, 0))[0], saved)
+        saved_in_all += saved
+    return {"sums": sums, "saved": saved_in_all, "last": last}
+
+
+def tokens_shown(stats: Stats) -> dict[str, Any]:
+    snapshot = stats.snapshot()
+    components = snapshot["components"]
+    return {
+        "sums": {
+            name: [
+                c["catalogue_tokens_before"],
+                c["catalogue_tokens_after"],
+                c["deferred_tokens_saved"],
+            ]
+            for name, c in components.items()
+        },
+        "saved": sum(point["tokens_saved"] for point in snapshot["series"]["points"]),
+        "last": (
+            snapshot["cache"]["catalogue_tokens"],
+            snapshot["cache"]["tokens_saved_per_request"],
+        ),
+    }
+
+
+@settings(max_examples=60)
+@given(
+    st.lists(st.tuples(st.integers(0, len(TOTALS) - 1), st.booleans(), st.booleans()), max_size=60)
+)
+def test_repeated_token_totals_show_as_counting_each_request(
+    steps: list[tuple[int, bool, bool]],
+) -> None:
+    stats = Stats(["toolschema"], clock=FakeClock())
+    counted = []
+    for which, copied, read in steps:
+        kept = TOTALS[which]
+        tokens = TokenTotals(kept, kept.deferred) if copied else kept
+        assert stats.record_tokens(tokens) == tokens_eagerly([tokens])["saved"]
+        counted.append(tokens)
+        if read:
+            assert tokens_shown(stats) == tokens_eagerly(counted)
+    assert tokens_shown(stats) == tokens_eagerly(counted)

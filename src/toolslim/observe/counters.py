@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from toolslim.config.options import READ_MULTIPLIER, WRITE_MULTIPLIER
+from toolslim.core.pipeline import ComponentRun, TokenTotals
 
 CATALOGUES_PER_API = 8  # catalogues counted per API (cache.by_api), most requested first
 CATALOGUE_ID = 12  # hex digits of a catalogue's identity on /stats: a name to tell them apart
@@ -30,6 +31,24 @@ def break_even(
     if saved <= 0 or read <= 0:
         return None
     return max(0.0, ((write - read) * prefix - write * saved) / (read * saved))
+
+
+def deferred_of(tokens: Mapping[str, tuple[int, int]]) -> Mapping[str, tuple[int, int]]:
+    """The deferred tools' part of a request's token totals (none but in a TokenTotals)."""
+    return tokens.deferred if isinstance(tokens, TokenTotals) else {}
+
+
+def prompt_savings(tokens: Mapping[str, tuple[int, int]]) -> tuple[int, int]:
+    """The tokens a request's totals save in the prompt, and the prompt's catalogue tokens
+    (P of the break-even: the first component's before, less its deferred tools, which are
+    not in the prompt; 0 without totals)."""
+    deferred = deferred_of(tokens)
+    saved = sum(before - after for before, after in tokens.values())
+    saved -= sum(before - after for before, after in deferred.values())
+    if not tokens:
+        return saved, 0
+    first, (first_before, _) = next(iter(tokens.items()))
+    return saved, first_before - deferred.get(first, (0, 0))[0]
 
 
 class Histogram:
@@ -88,6 +107,29 @@ class ComponentCounters:
     # search loads them: counted here instead of bytes_saved / tokens_saved.
     deferred_bytes_saved: int = 0
     deferred_tokens_saved: int = 0
+
+    def add_run(self, run: ComponentRun, times: int = 1) -> None:
+        """What the component did to `times` requests that each reported `run`."""
+        self.tools_seen += run.tools_seen * times
+        if run.outcome == "applied":  # a rewrite that was not adopted changed nothing
+            self.applied += times
+            self.catalogue_bytes_before += run.bytes_before * times
+            self.catalogue_bytes_after += run.bytes_after * times
+            self.deferred_bytes_saved += run.deferred_bytes_saved * times
+            self.tools_changed += run.tools_changed * times
+            removed = self.removed  # not Counter.update: its Mapping check is slow
+            for keyword, count in run.removed.items():
+                removed[keyword] += count * times
+        elif run.outcome == "skipped":
+            self.skipped += times
+            self.skip_reasons[run.reason or "unknown"] += times
+        else:
+            self.error += times
+
+    def add_tokens(self, before: int, after: int, times: int = 1) -> None:
+        """The catalogue tokens of `times` requests, each `before` and `after` the component."""
+        self.catalogue_tokens_before += before * times
+        self.catalogue_tokens_after += after * times
 
     def snapshot(self) -> dict[str, Any]:
         return {

@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 from toolslim.config.options import READ_MULTIPLIER, WRITE_MULTIPLIER
 from toolslim.config.settings import DEFAULTS
 from toolslim.core.facts import CatalogueFacts
-from toolslim.core.pipeline import RunReport, TokenTotals
+from toolslim.core.pipeline import RunReport
 from toolslim.observe.advice import ADVICE, FIX, Advice
 from toolslim.observe.counters import (
     CATALOGUES_PER_API,
@@ -23,7 +23,9 @@ from toolslim.observe.counters import (
     ComponentCounters,
     Histogram,
     break_even,
+    deferred_of,
     most_requested,
+    prompt_savings,
 )
 from toolslim.observe.drift import KINDS, Change
 from toolslim.observe.health import Health
@@ -146,8 +148,10 @@ class Stats:
         self.series_interval = series_interval
         self.series: deque[list[float]] = deque(maxlen=series_points)
         self._point: list[float] = [float("inf"), 0, 0, 0]  # the current one; none yet
-        # id of a runs tuple -> [it, requests that reported it, bytes saved], since last added.
+        # id of a runs tuple -> [it, requests that reported it, bytes saved], since last added;
+        # of token totals -> [them, requests, tokens saved, the prompt's catalogue tokens].
         self._runs: dict[int, list[Any]] = {}
+        self._tokens: dict[int, list[Any]] = {}
 
     def _series_point(self) -> list[float]:
         """The point of the interval now falls in (kept: several calls per request ask)."""
@@ -214,22 +218,7 @@ class Stats:
         """Add the runs counted since the last time to the component counters."""
         for runs, times, _ in self._runs.values():
             for run in runs:
-                counters = self._counters(run.component)
-                counters.tools_seen += run.tools_seen * times
-                if run.outcome == "applied":  # a rewrite that was not adopted changed nothing
-                    counters.applied += times
-                    counters.catalogue_bytes_before += run.bytes_before * times
-                    counters.catalogue_bytes_after += run.bytes_after * times
-                    counters.deferred_bytes_saved += run.deferred_bytes_saved * times
-                    counters.tools_changed += run.tools_changed * times
-                    removed = counters.removed  # not Counter.update: its Mapping check is slow
-                    for keyword, count in run.removed.items():
-                        removed[keyword] += count * times
-                elif run.outcome == "skipped":
-                    counters.skipped += times
-                    counters.skip_reasons[run.reason or "unknown"] += times
-                else:
-                    counters.error += times
+                self._counters(run.component).add_run(run, times)
         self._runs.clear()
 
     def record_tokens(
@@ -237,21 +226,23 @@ class Stats:
     ) -> int:
         """Catalogue tokens before/after per component for one request; returns the tokens
         saved in the prompt (a TokenTotals' deferred part is counted apart). `catalogue`,
-        (api, identity) as `record_catalogue` counted it, gets this P and s."""
-        saved = 0
-        for name, (before, after) in tokens.items():
-            counters = self._counters(name)
-            counters.catalogue_tokens_before += before
-            counters.catalogue_tokens_after += after
-            saved += before - after
-        deferred = tokens.deferred if isinstance(tokens, TokenTotals) else _NONE
-        for name, (before, after) in deferred.items():
-            self._counters(name).deferred_tokens_saved += before - after
-            saved -= before - after
+        (api, identity) as `record_catalogue` counted it, gets this P and s.
+
+        `tokens` must not change once given: a catalogue's memo hits give its kept,
+        read-only totals, so like runs each distinct totals object is counted as repeats,
+        added to the counters when read."""
+        repeated = self._tokens.get(id(tokens))
+        if repeated is None:
+            if len(self._tokens) >= RUNS_HELD:
+                self._add_tokens()
+            repeated = self._tokens[id(tokens)] = [tokens, 0, *prompt_savings(tokens)]
+            for name in (*tokens, *deferred_of(tokens)):
+                self._counters(name)  # made in the order requests first name them
+        repeated[1] += 1
+        saved: int = repeated[2]
+        prompt: int = repeated[3]
         if tokens:
-            first, (first_before, _) = next(iter(tokens.items()))
-            # P and s of the break-even are the prompt's: deferred tools are not in it.
-            self.last_catalogue_tokens = first_before - deferred.get(first, (0, 0))[0]
+            self.last_catalogue_tokens = prompt
             self.last_tokens_saved = saved
             self.last_tokens_at = self.clock()
             if catalogue is not None:
@@ -261,6 +252,15 @@ class Stats:
                     count.catalogue_tokens, count.tokens_saved = self.last_catalogue_tokens, saved
         self._series_point()[2] += saved
         return saved
+
+    def _add_tokens(self) -> None:
+        """Add the catalogue tokens counted since the last time to the component counters."""
+        for tokens, times, _, _ in self._tokens.values():
+            for name, (before, after) in tokens.items():
+                self._counters(name).add_tokens(before, after, times)
+            for name, (before, after) in deferred_of(tokens).items():
+                self._counters(name).deferred_tokens_saved += (before - after) * times
+        self._tokens.clear()
 
     def record_catalogue(
         self, api: str, identity: bytes, catalogues: Sequence[CatalogueFacts]
@@ -405,6 +405,7 @@ class Stats:
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON-ready dict; the documented /stats schema (keys are added, never renamed)."""
         self._add_runs()
+        self._add_tokens()
         memo_size, memo_capacity = self.memo_gauges()
         memo_bytes, memo_max_bytes = self.memo_byte_gauges()
         now = self.clock()
