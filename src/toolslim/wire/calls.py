@@ -147,10 +147,16 @@ def cache_miss_of(obj: Mapping[str, Any]) -> CacheMiss | None:
     `diagnostics.cache_miss_reason.type` and its `cache_missed_input_tokens`; None when the
     answer names no reason (none requested, none found, or still being compared)."""
     kind = obj.get("type")
-    message = _dict(obj.get("message")) if kind == "message_start" else obj
-    if kind not in ("message_start", "message"):
+    if kind == "message_start":
+        message = _dict(obj.get("message"))
+    elif kind == "message":
+        message = obj
+    else:
         return None
-    reason = _dict(_dict(message.get("diagnostics")).get("cache_miss_reason"))
+    diagnostics = message.get("diagnostics")
+    if not isinstance(diagnostics, dict):  # the usual answer: none requested
+        return None
+    reason = _dict(diagnostics.get("cache_miss_reason"))
     kind = reason.get("type")
     if not isinstance(kind, str) or not kind:
         return None
