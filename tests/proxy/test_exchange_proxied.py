@@ -117,7 +117,8 @@ async def test_an_exchange_that_fails_to_be_counted_costs_the_rest_of_its_batch_
         exchange = Exchange(route, "POST", path, 0.0, status=200)
         exchange.report = broken if path == "/bad" else report
         ledger.finish(exchange)
-    await asyncio.sleep(0)  # the batch is counted right after the loop's turn
+    assert stats.requests == 0  # the batch waits (Ledger.finish)...
+    stats.snapshot()  # ...until the counts are read
     assert stats.requests == 2
     assert "toolslim failed to count POST /bad" in caplog.text
 
@@ -353,3 +354,17 @@ async def test_the_break_even_per_api_is_that_of_its_most_requested_catalogue_en
     assert (then["tools"], then["requests"]) == (2, 1)
     assert then["catalogue_tokens"] == cache["catalogue_tokens"]
     assert list(cache["by_api"]) == ["anthropic"]
+
+
+async def test_finished_exchanges_are_counted_soon_without_anyone_reading_the_counts() -> None:
+    stats = Stats(["toolschema"])
+    ledger = Ledger(stats, asyncio.get_running_loop(), set())
+    route = route_request("/v1/messages", {}, settings_for("http://127.0.0.1:9"))
+    exchange = Exchange(route, "POST", "/v1/messages", 0.0, status=200)
+    exchange.report = Pipeline(["toolschema"]).skip(b"", "no_body")
+    ledger.finish(exchange)
+    for _ in range(200):  # bounded: 10 s at most
+        if stats.requests == 1:
+            break
+        await asyncio.sleep(0.05)
+    assert stats.requests == 1

@@ -103,6 +103,7 @@ class Stats:
         self.memo_gauges = memo_gauges
         self.memo_byte_gauges = memo_byte_gauges  # (bytes held, the bound)
         self.tokens_pending = tokens_pending  # requests whose catalogue tokens are being counted
+        self.settle: Callable[[], None] = lambda: None  # see settle_with
         self.connection_gauges = connection_gauges
         self.capture_counts = capture_counts  # (written, dropped, errors); None: no capture
         self.connections_closed: Counter[str] = Counter({k: 0 for k in CONNECTION_CLOSES})
@@ -313,6 +314,11 @@ class Stats:
         self.drift_cache_writes[change.kind] += change.cache_write_tokens_after
         self.drift_recent.append(change)
 
+    def settle_with(self, count_finished: Callable[[], None]) -> None:
+        """What counts the requests that finished and are not counted yet (the ledger counts
+        them in batches): every snapshot calls it first, so what it shows is never behind."""
+        self.settle = count_finished
+
     def track_drift_sessions(self, gauge: Callable[[], int]) -> None:
         """Where `drift.sessions` is read at snapshot time: the drift tracker's size."""
         self.drift_sessions = gauge
@@ -404,6 +410,7 @@ class Stats:
 
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON-ready dict; the documented /stats schema (keys are added, never renamed)."""
+        self.settle()  # the exchanges still to be counted first, then the repeats added in
         self._add_runs()
         self._add_tokens()
         memo_size, memo_capacity = self.memo_gauges()

@@ -72,6 +72,17 @@ class Hold:
         self.give(self.held)
 
 
+class Relayed(web.StreamResponse):
+    """A relayed response: its headers go out with the first bytes written, so an answer
+    that arrived whole with its headers leaves in one write (headers, body and, chunked, the
+    last-chunk marker) instead of two or three. `relay` writes the headers on their own at once
+    when the upstream's body is not there yet: a client never waits longer for them."""
+
+    # aiohttp's own switch for this (web.Response holds its headers the same way); an
+    # aiohttp without it sends the headers at once, as a StreamResponse does.
+    _send_headers_immediately = False
+
+
 @dataclass(slots=True)
 class Received:
     """What `Flow.read` read of a body: its pieces, whole when `unread` is None, else why
@@ -265,7 +276,7 @@ class Flow:
         forwarder, exchange, request = self.forwarder, self.exchange, self.request
         stats = forwarder.stats
         exchange.status = upstream.status
-        response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+        response = Relayed(status=upstream.status, reason=upstream.reason)
         response.headers.extend(upstream.headers)
         drop_hop_by_hop(response.headers, HOP_BY_HOP)
         observer = UsageObserver(
@@ -292,21 +303,37 @@ class Flow:
         if refused:
             exchange.answer_encoding = upstream.headers.get("Content-Encoding")
         within = self.watchdog.within
+        content = upstream.content
         try:
             spent = 0.0
+            try:
+                chunk = content.read_nowait()  # what arrived with the headers, if anything
+            except (ClientError, OSError):
+                return self.cut(response, "reset")
+            if not chunk and not content.at_eof():
+                try:
+                    await response.write(b"")  # the body is not here yet: the headers go now
+                except ConnectionError:
+                    exchange.disconnected = True
+                    return response
             while True:
-                try:
-                    with within(idle):
-                        chunk = await upstream.content.readany()
-                except (Stalled, TimeoutError):
-                    return self.cut(response, "timeout")
-                except (ClientError, OSError):
-                    return self.cut(response, "reset")
                 if not chunk:
-                    break
+                    try:
+                        with within(idle):
+                            chunk = await content.readany()
+                    except (Stalled, TimeoutError):
+                        return self.cut(response, "timeout")
+                    except (ClientError, OSError):
+                        return self.cut(response, "reset")
+                    if not chunk:
+                        break
                 got = time.perf_counter()
+                last = content.at_eof()  # the whole body is read: this chunk ends it
                 try:
-                    await response.write(chunk)
+                    if last:
+                        await response.write_eof(chunk)
+                    else:
+                        await response.write(chunk)
                 except ConnectionError:
                     exchange.disconnected = True
                     return response
@@ -321,9 +348,12 @@ class Flow:
                     hold.give(kept_size)
                     kept = None
                 spent += time.perf_counter() - got
+                if last:
+                    break
+                chunk = b""
             exchange.overhead += spent
             try:
-                await response.write_eof()
+                await response.write_eof()  # a no-op after write_eof(chunk)
             except ConnectionError:
                 exchange.disconnected = True
             if kept:
