@@ -20,10 +20,11 @@ Run: `python bench/ledger_bench.py [--requests N] [--rounds N] [--proxied N]`.
 
 `--observing` measures instead, in this process, what observing costs per memo-hit request
 (issue 23): the Ledger and Stats as `toolslim serve` makes them, the 16 rotating 80 KB bench
-bodies (`compact_bench.bodies`, no session header), the fake upstream's JSON answer (or its
-SSE answer, `--stream`), and per request `Ledger.pipeline_ran`, a `UsageObserver` made, fed
-and finished, and `Ledger.count` (at INFO, the line written nowhere), for `[]` and
-`[toolschema]` in alternating rounds, the least round of each kept.
+bodies (`compact_bench.bodies`; with Claude Code's session header: `--session-header`), the
+fake upstream's JSON answer (or its SSE answer, `--stream`), and per request
+`Ledger.pipeline_ran`, a `UsageObserver` made, fed and finished, and `Ledger.count` (at INFO,
+the line written nowhere), for `[]` and `[toolschema]` in alternating rounds, the least round
+of each kept.
 """
 
 from __future__ import annotations
@@ -147,7 +148,9 @@ class Nowhere(io.StringIO):
         return len(text)
 
 
-async def observer_of(pipeline: tuple[str, ...], stream: bool) -> Callable[[int], float]:
+async def observer_of(
+    pipeline: tuple[str, ...], stream: bool, session: bool
+) -> Callable[[int], float]:
     """A round of `count` memo-hit requests of `pipeline`: seconds of observing per request."""
     settings = Settings(pipeline=pipeline)
     lines = logs.BatchedLines(Nowhere())
@@ -167,10 +170,11 @@ async def observer_of(pipeline: tuple[str, ...], stream: bool) -> Callable[[int]
     answer, kind = (
         (sse_reply(5), "text/event-stream") if stream else (message_reply(), "application/json")
     )
+    named = {"X-Claude-Code-Session-Id": "bench-session"} if session else {}
     sent = []
     for body in items:
         headers = CIMultiDictProxy(
-            CIMultiDict({**ANTHROPIC_HEADERS, "User-Agent": "toolslim-bench/1"})
+            CIMultiDict({**ANTHROPIC_HEADERS, "User-Agent": "toolslim-bench/1", **named})
         )
         sent.append((body, headers, route_request("/v1/messages", headers, settings)))
 
@@ -202,13 +206,13 @@ async def observer_of(pipeline: tuple[str, ...], stream: bool) -> Callable[[int]
     return round_of
 
 
-def observing(requests: int, rounds: int, stream: bool) -> None:
+def observing(requests: int, rounds: int, stream: bool, session: bool) -> None:
     """Print what observing costs per memo-hit request, `[]` and `[toolschema]`."""
 
     async def run() -> dict[str, float]:
         rounds_of = {
-            "[]": await observer_of((), stream),
-            "[toolschema]": await observer_of(("toolschema",), stream),
+            "[]": await observer_of((), stream, session),
+            "[toolschema]": await observer_of(("toolschema",), stream, session),
         }
         best = dict.fromkeys(rounds_of, float("inf"))
         for _ in range(rounds):
@@ -219,7 +223,8 @@ def observing(requests: int, rounds: int, stream: bool) -> None:
     best = asyncio.run(run())
     empty, schema = best["[]"], best["[toolschema]"]
     print(
-        f"observing per memo-hit request ({'SSE' if stream else 'JSON'} answer, least of"
+        f"observing per memo-hit request ({'SSE' if stream else 'JSON'} answer,"
+        f" {'a' if session else 'no'} session header, least of"
         f" {rounds} rounds of {requests}): [] {empty * 1e6:.1f} us, [toolschema]"
         f" {schema * 1e6:.1f} us ({schema / empty:.2f}x, +{(schema - empty) * 1e6:.1f} us)"
     )
@@ -232,9 +237,12 @@ def main() -> None:
     parser.add_argument("--proxied", type=int, default=2000, help="requests through serve")
     parser.add_argument("--observing", action="store_true", help="observing per request")
     parser.add_argument("--stream", action="store_true", help="--observing an SSE answer")
+    parser.add_argument(
+        "--session-header", action="store_true", help="--observing with Claude Code's header"
+    )
     args = parser.parse_args()
     if args.observing:
-        observing(args.requests, args.rounds, args.stream)
+        observing(args.requests, args.rounds, args.stream, args.session_header)
         return
 
     body = CAPTURE.read_bytes()
