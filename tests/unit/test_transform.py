@@ -70,3 +70,31 @@ def test_a_body_over_max_catalogue_bytes_is_forwarded_as_sent_skipped_too_large(
     report, pieces, decoded = done
     assert pieces == (body,) and not decoded
     assert [(run.outcome, run.reason) for run in report.runs] == [("skipped", "too_large")]
+
+
+def test_a_large_body_whose_catalogue_is_known_is_a_memo_hit_on_the_loop() -> None:
+    pipeline = Pipeline(["toolschema"])
+    pipeline.run(body_of(100), "anthropic")  # the session's catalogue, met in a small body
+    large = body_of(ON_LOOP_BYTES + 1)
+    on_loop = rewrite(large, "", pipeline, LIMIT, "anthropic", on_loop=True)
+    elsewhere = rewrite(large, "", Pipeline(["toolschema"]), LIMIT, "anthropic")
+    assert on_loop is not None and elsewhere is not None
+    assert on_loop.report.memo_hits == 1 and on_loop.decoded
+    assert b"".join(on_loop.pieces) == b"".join(elsewhere.pieces)
+    other = body_of(ON_LOOP_BYTES + 1, "z").replace(b'"read_file"', b'"read_files"')
+    assert rewrite(other, "", pipeline, LIMIT, "anthropic", on_loop=True) is None  # new: heavy
+
+
+def test_the_loop_learns_the_catalogues_the_worker_thread_met() -> None:
+    worker, loop = Pipeline(["toolschema"]), Pipeline(["toolschema"])
+    worker.tell()
+    body = body_of(100)
+    assert loop.run_hit(body, "anthropic") is None
+    expected = worker.run(body, "anthropic")
+    loop.learn(worker)
+    hit = loop.run_hit(body, "anthropic")
+    assert hit is not None and hit.memo_hits == 1
+    assert hit.body == expected.body == loop.run(body, "anthropic").body
+    assert len(loop.memo) == 1
+    loop.learn(worker)  # nothing new since
+    assert len(loop.memo) == 1

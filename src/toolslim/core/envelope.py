@@ -88,10 +88,9 @@ def compact(
     """
     try:
         nested = api not in _NO_ADDITIONAL_TOOLS and names_additional_tools(body)
-        hit = None if nested else memo_hit(body, memo, False)
+        hit = None if nested else _hit(body, memo)
         if hit is not None:
-            at, memoized = hit
-            return _compacted(body, [(at, memoized, True)])
+            return hit
         located = _locate(body, nested)
         if isinstance(located, str):
             return Compacted((body,), reason=located)
@@ -110,6 +109,26 @@ def compact(
         return _compacted(body, found)
     except Exception as exc:  # fail open: the body goes on exactly as it came
         return Compacted((body,), error=type(exc).__name__)
+
+
+def compact_hit(body: bytes, memo: Memo[Entry, Any], api: str | None = None) -> Compacted | None:
+    """What `compact` gives a body whose catalogue is a memo hit, found by comparing bytes (a
+    cost that hardly grows with the body); None for any other body, which `compact` alone
+    decides."""
+    try:
+        if api not in _NO_ADDITIONAL_TOOLS and names_additional_tools(body):
+            return None
+        return _hit(body, memo)
+    except Exception:  # compact decides, and fails open itself
+        return None
+
+
+def _hit(body: bytes, memo: Memo[Entry, Any]) -> Compacted | None:
+    hit = memo_hit(body, memo, False)
+    if hit is None:
+        return None
+    at, memoized = hit
+    return _compacted(body, [(at, memoized, True)])
 
 
 def _compacted(body: bytes, found: list[_Found]) -> Compacted:

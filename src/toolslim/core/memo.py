@@ -12,7 +12,7 @@ and broken ones. Must not import aiohttp or prometheus_client.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -30,6 +30,7 @@ from toolslim.core.scanner import (
 _COLON = ord(":")
 _PREFIX = 64  # bytes of a catalogue that index it for the memo-hit byte comparison
 _TAIL_WINDOW = 64 * 1024  # bytes after a catalogue the reverse search looks through
+NEWS = 8  # new entries a telling memo keeps for another to learn (Memo.tell)
 # Bytes after the last catalogue that are sent joined to its output (entry.Entry), and
 # that the memo keeps as a rest a catalogue was found before (see _same_place).
 SHORT_TAIL = 1024
@@ -111,6 +112,27 @@ class Memo(Generic[E, N]):
         # The entry used last: a session sends the same catalogue on every turn, so the hit
         # path looks at it first, without a lookup through the ordered dict.
         self._recent: _Kept[E, N] | None = None
+        # With `tell`: the last entries put, for a memo on another thread to take in
+        # (`learn`). Only appended and popped, whole items: safe across threads.
+        self.news: deque[tuple[bytes, E]] | None = None
+
+    def tell(self) -> None:
+        """From now on, keep the news of the entries put (the last NEWS of them)."""
+        self.news = deque(maxlen=NEWS)
+
+    def learn(self, teller: Memo[E, Any]) -> None:
+        """Keep the entries `teller` put since the last time (those this memo lacks)."""
+        news = teller.news
+        while news:
+            try:
+                key, entry = news.popleft()
+            except IndexError:  # taken meanwhile: there is no other taker, but no matter
+                return
+            if key not in self._entries:
+                self.put(key, entry)
+
+    def __contains__(self, key: bytes) -> bool:
+        return key in self._entries
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -147,6 +169,8 @@ class Memo(Generic[E, N]):
         self.bytes += kept.cost
         self._entries.move_to_end(key)
         self._recent = kept  # last in the order, and within the bounds: never evicted below
+        if self.news is not None:
+            self.news.append((key, entry))
         while len(self._entries) > self.capacity or (
             self.max_bytes is not None and self.bytes > self.max_bytes
         ):

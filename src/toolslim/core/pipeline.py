@@ -280,6 +280,23 @@ class Pipeline:
         """Bytes the memo holds now, as its bound counts them, and the bound."""
         return self.memo.bytes, self.memo.max_bytes or 0
 
+    def run_hit(self, body: bytes, api: str | None = None) -> RunReport | None:
+        """`run`'s report on a body whose catalogue is a memo hit, else None: its cost hardly
+        grows with the body, so a large body whose catalogue is known needs no worker."""
+        if not self.components:
+            return None
+        result = envelope.compact_hit(body, self.memo, api)
+        return None if result is None else self._report(result)
+
+    def tell(self) -> None:
+        """Keep the news of the catalogues this pipeline meets, for another to `learn`."""
+        self.memo.tell()
+
+    def learn(self, teller: Pipeline) -> None:
+        """Take in the catalogues `teller` (built from the same settings, on another thread)
+        met since the last time: its entries are what this pipeline would have made."""
+        self.memo.learn(teller.memo)
+
     def skip(self, body: bytes, reason: SkipReason) -> RunReport:
         return skipped_report(body, self.names, reason)
 

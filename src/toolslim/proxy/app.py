@@ -232,8 +232,10 @@ async def _serving(app: web.Application) -> AsyncIterator[None]:
         drift_kept_bytes=settings.memo_bytes // drift.KEPT_SHARE,
         drift_store=state.drift_store,
     )
-    # The worker thread's own pipeline: the memo is not thread-safe (see offload).
+    # The worker thread's own pipeline: the memo is not thread-safe (see offload). The loop's
+    # learns the catalogues it meets, so that a large body's memo hit needs no worker.
     offload = Offload(_pipeline(settings))
+    offload.pipeline.tell()
     transform = Transform(
         state.pipeline,
         ledger,

@@ -29,7 +29,7 @@ MiB: Final = 1024 * KiB
 # The largest body the event loop decodes and walks itself (its cost grows with its size: a
 # full parse, bench/compact_bench.py). A larger one, or a compressed one larger than
 # ON_LOOP_CODED (tiny gzip members cost far more per byte to decode), goes to the worker
-# thread (offload.Offload).
+# thread (offload.Offload), unless its catalogue is a memo hit: found by comparing bytes.
 ON_LOOP_BYTES: Final = 1 * MiB
 ON_LOOP_CODED: Final = 64 * KiB
 # The largest decoded body the pipeline looks at (the `max_catalogue_bytes` setting): its
@@ -61,15 +61,17 @@ def rewrite(
 
     A changed body goes decoded; an unchanged one goes as the client sent it. A decoded body
     over `limit` or `max_catalogue` bytes is skipped `too_large`. With `on_loop`, None instead
-    of work too heavy for the event loop (see ON_LOOP_BYTES): the caller runs it again
-    elsewhere without `on_loop`.
+    of work too heavy for the event loop (see ON_LOOP_BYTES; a large body whose catalogue is
+    a memo hit is not): the caller runs it again elsewhere without `on_loop`.
     """
     if not pipeline.components:  # nothing would look at it: not even decoded
         return Rewritten(pipeline.run(body, api), (body,))
     if not coding and max_catalogue is not None and len(body) > max_catalogue:
         return Rewritten(pipeline.skip(body, "too_large"), (body,))
     if on_loop and len(body) > (ON_LOOP_CODED if coding else ON_LOOP_BYTES):
-        return None
+        # A known catalogue is found by comparing bytes, at any size: only the rest is heavy.
+        hit = None if coding else pipeline.run_hit(body, api)
+        return None if hit is None else _rewritten(body, body, hit)
     decoded = body
     if coding:
         cap = min(limit, ON_LOOP_BYTES) if on_loop else limit
@@ -87,6 +89,11 @@ def rewrite(
     if report.memo_misses:  # a new catalogue: lint it here, off the loop when this is
         for facts in report.catalogues:  # (health.Linter counts them; a memo hit's it knows)
             facts.findings(api)
+    return _rewritten(body, decoded, report)
+
+
+def _rewritten(body: bytes, decoded: bytes, report: RunReport) -> Rewritten:
+    """An unchanged body goes as the client sent it, a changed one decoded."""
     if not report.changed(decoded):
         return Rewritten(report, (body,))
     return Rewritten(report, report.pieces, decoded=True)
@@ -126,6 +133,8 @@ class Transform:
         its own). Without a worker thread (an app served in-process by tests) everything runs
         on the loop."""
         limit, most, offload = self.limit, self.max_catalogue, self.offload
+        if offload is not None:
+            self.pipeline.learn(offload.pipeline)  # what the worker met, known on the loop
         done = rewrite(body, coding, self.pipeline, limit, api, most, on_loop=offload is not None)
         if done is None and offload is not None:
             done = await offload.run(rewrite, body, coding, offload.pipeline, limit, api, most)
