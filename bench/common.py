@@ -143,6 +143,9 @@ def start_proxy(
     log = folder / f"proxy-{slug}.log"
     # The flags say what is measured: no TOOLSLIM_* variable of this shell changes it.
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSLIM_")}
+    # The tool ledger's state file in the run's folder: a run neither reads nor grows the
+    # user's (~/.local/state/toolslim), so one run's history never weighs on the next.
+    env["XDG_STATE_HOME"] = str(folder)
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [*pinned(cpu), *command, *flags],
