@@ -83,3 +83,29 @@ async def test_an_answer_that_came_whole_with_its_headers_arrives_whole(
     ) as response:
         assert response.headers["Transfer-Encoding"] == "chunked"
         assert await response.read() == EVENT * 3
+
+
+async def test_answers_without_a_body_arrive_with_their_headers(
+    aiohttp_server: Any, client: aiohttp.ClientSession
+) -> None:
+    async def empty(request: web.Request) -> web.Response:
+        return web.Response(status=204, headers={"X-Answer": "none"})
+
+    async def head(request: web.Request) -> web.Response:
+        return web.Response(body=b"x" * 10, headers={"X-Answer": "head"})
+
+    upstream_app = web.Application()
+    upstream_app.router.add_post("/a/v1/messages", empty)
+    upstream_app.router.add_route("HEAD", "/a/v1/models", head)
+    upstream: TestServer = await aiohttp_server(upstream_app)
+    server: TestServer = await aiohttp_server(
+        make_app(settings_for(f"http://127.0.0.1:{upstream.port}"))
+    )
+    base = f"http://127.0.0.1:{server.port}"
+    async with client.post(f"{base}/v1/messages", data=b"{}", headers=HEADERS) as response:
+        assert (response.status, response.headers["X-Answer"]) == (204, "none")
+        assert await response.read() == b""
+    async with client.head(f"{base}/v1/models", headers=HEADERS) as response:
+        assert (response.status, response.headers["X-Answer"]) == (200, "head")
+        assert response.headers["Content-Length"] == "10"
+        assert await response.read() == b""
