@@ -131,9 +131,6 @@ class Memo(Generic[E, N]):
             if key not in self._entries:
                 self.put(key, entry)
 
-    def __contains__(self, key: bytes) -> bool:
-        return key in self._entries
-
     def __len__(self) -> int:
         return len(self._entries)
 
