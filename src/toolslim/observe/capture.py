@@ -215,10 +215,18 @@ class Recorder:
         body: bytes,
         forwarded: bytes,
     ) -> None:
-        """Queue one request for writing; returns at once, never raises."""
-        request = self._taken(method, path, query, upstream, headers, body, forwarded)
-        if request is not None:
-            self._enqueue(request)
+        """Queue one request for writing, with no answer read; returns at once, never raises."""
+        held = self.hold(
+            method=method,
+            path=path,
+            query=query,
+            upstream=upstream,
+            headers=headers,
+            body=body,
+            forwarded=forwarded,
+        )
+        if held is not None:
+            held.answered(None)
 
     def hold(
         self,
@@ -233,23 +241,10 @@ class Recorder:
     ) -> Held | None:
         """Take one request now (its time is now), to be queued by `Held.answered()` with the
         tool calls of its answer; None when it could not be taken (counted as dropped)."""
-        request = self._taken(method, path, query, upstream, headers, body, forwarded)
-        return None if request is None else Held(self, request)
-
-    def _taken(
-        self,
-        method: str,
-        path: str,
-        query: str,
-        upstream: str,
-        headers: Headers,
-        body: bytes,
-        forwarded: bytes,
-    ) -> _Request | None:
         try:
             pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
             ts = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-            return _Request(ts, method, path, query, upstream, pairs, body, forwarded)
+            return Held(self, _Request(ts, method, path, query, upstream, pairs, body, forwarded))
         except Exception:  # the request path must never see a capture failure
             with self._lock:
                 self.dropped += 1
