@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from tests.clients.codex_turn import settled_stats, toolslim_serve
+from tests.clients.codex_turn import reported, settled_stats, toolslim_serve
 from tests.fake_anthropic import Options, make_fake_anthropic
 from tests.fake_responses import Recording
 
@@ -52,20 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds claude may run")
     args = parser.parse_args(argv)
     args.claude, args.work = args.claude.resolve(), args.work.resolve()
-    signal.signal(signal.SIGTERM, _interrupted)
     report: dict[str, Any] = {"error": None, "claude": None, "proxy": None, "recording": []}
-    try:
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=10)
-        asyncio.run(_turn(args, report))
-    except (Exception, KeyboardInterrupt) as exc:
-        report["error"] = f"{type(exc).__name__}: {exc}"
-    finally:
-        (args.work / "report.json").write_text(json.dumps(report, indent=1))
-    return 0 if report["error"] is None else 1
-
-
-def _interrupted(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+    return reported(args.work, report, lambda: _turn(args, report))
 
 
 async def _turn(args: argparse.Namespace, report: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +59,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds codex may run")
     args = parser.parse_args(argv)
     args.codex, args.work = args.codex.resolve(), args.work.resolve()
+    report: dict[str, Any] = {"error": None, "codex": None, "proxy": None, "recording": []}
+    return reported(args.work, report, lambda: _turn(args, report))
+
+
+def reported(
+    work: Path, report: dict[str, Any], turn: Callable[[], Coroutine[Any, Any, None]]
+) -> int:
+    """Run one client's turn inside the namespace (its loopback brought up) and write `report`
+    to work/report.json whatever happens; 0 when the turn raised nothing."""
     # SIGTERM (from `timeout`) unwinds through the finally blocks, so no child outlives us.
     signal.signal(signal.SIGTERM, _interrupted)
-    report: dict[str, Any] = {"error": None, "codex": None, "proxy": None, "recording": []}
     try:
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=10)
-        asyncio.run(_turn(args, report))
+        asyncio.run(turn())
     except (Exception, KeyboardInterrupt) as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"
     finally:
-        (args.work / "report.json").write_text(json.dumps(report, indent=1))
+        (work / "report.json").write_text(json.dumps(report, indent=1))
     return 0 if report["error"] is None else 1
 
 
