@@ -18,6 +18,18 @@ EVENT = b'event: ping\ndata: {"type":"ping"}\n\n'
 HEADERS = {"x-api-key": KEY, "Content-Type": "application/json"}
 
 
+async def proxied(aiohttp_server: Any, *routes: web.RouteDef) -> str:
+    """The proxy's base URL, in front of an upstream answering `routes` under /a (the
+    anthropic upstream's base path)."""
+    upstream_app = web.Application()
+    upstream_app.add_routes(routes)
+    upstream: TestServer = await aiohttp_server(upstream_app)
+    server: TestServer = await aiohttp_server(
+        make_app(settings_for(f"http://127.0.0.1:{upstream.port}"))
+    )
+    return f"http://127.0.0.1:{server.port}"
+
+
 async def test_headers_reach_the_client_before_the_upstream_body_begins(
     aiohttp_server: Any, client: aiohttp.ClientSession
 ) -> None:
@@ -32,13 +44,8 @@ async def test_headers_reach_the_client_before_the_upstream_body_begins(
         await response.write_eof()
         return response
 
-    upstream_app = web.Application()
-    upstream_app.router.add_post("/a/v1/messages", answer)
-    upstream: TestServer = await aiohttp_server(upstream_app)
-    server: TestServer = await aiohttp_server(
-        make_app(settings_for(f"http://127.0.0.1:{upstream.port}"))
-    )
-    url = f"http://127.0.0.1:{server.port}/v1/messages"
+    base = await proxied(aiohttp_server, web.post("/a/v1/messages", answer))
+    url = f"{base}/v1/messages"
     async with client.post(
         url, data=dumps(ANTHROPIC), headers=HEADERS, timeout=TIMEOUT
     ) as response:
@@ -65,14 +72,11 @@ async def test_an_answer_that_came_whole_with_its_headers_arrives_whole(
         await response.write_eof(EVENT * 3)
         return response
 
-    upstream_app = web.Application()
-    upstream_app.router.add_post("/a/v1/messages", whole)
-    upstream_app.router.add_post("/a/v1/stream/messages", chunked)
-    upstream: TestServer = await aiohttp_server(upstream_app)
-    server: TestServer = await aiohttp_server(
-        make_app(settings_for(f"http://127.0.0.1:{upstream.port}"))
+    base = await proxied(
+        aiohttp_server,
+        web.post("/a/v1/messages", whole),
+        web.post("/a/v1/stream/messages", chunked),
     )
-    base = f"http://127.0.0.1:{server.port}"
     async with client.post(
         f"{base}/v1/messages", data=dumps(ANTHROPIC), headers=HEADERS
     ) as response:
@@ -94,14 +98,9 @@ async def test_answers_without_a_body_arrive_with_their_headers(
     async def head(request: web.Request) -> web.Response:
         return web.Response(body=b"x" * 10, headers={"X-Answer": "head"})
 
-    upstream_app = web.Application()
-    upstream_app.router.add_post("/a/v1/messages", empty)
-    upstream_app.router.add_route("HEAD", "/a/v1/models", head)
-    upstream: TestServer = await aiohttp_server(upstream_app)
-    server: TestServer = await aiohttp_server(
-        make_app(settings_for(f"http://127.0.0.1:{upstream.port}"))
+    base = await proxied(
+        aiohttp_server, web.post("/a/v1/messages", empty), web.head("/a/v1/models", head)
     )
-    base = f"http://127.0.0.1:{server.port}"
     async with client.post(f"{base}/v1/messages", data=b"{}", headers=HEADERS) as response:
         assert (response.status, response.headers["X-Answer"]) == (204, "none")
         assert await response.read() == b""
