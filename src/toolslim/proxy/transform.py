@@ -133,8 +133,9 @@ class Transform:
         its own). Without a worker thread (an app served in-process by tests) everything runs
         on the loop."""
         limit, most, offload = self.limit, self.max_catalogue, self.offload
-        if offload is not None:
-            self.pipeline.learn(offload.pipeline)  # what the worker met, known on the loop
+        if offload is not None and len(body) > ON_LOOP_BYTES:
+            # What the worker met, known on the loop: the memo hit of a large body needs it.
+            self.pipeline.learn(offload.pipeline)
         done = rewrite(body, coding, self.pipeline, limit, api, most, on_loop=offload is not None)
         if done is None and offload is not None:
             done = await offload.run(rewrite, body, coding, offload.pipeline, limit, api, most)
