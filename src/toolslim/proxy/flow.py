@@ -126,7 +126,7 @@ class Flow:
         except Exception:
             log.exception("toolslim failed on %s %s", exchange.method, exchange.path)
             exchange.failure = exchange.failure or "internal"
-            if exchange.observer is not None:  # headers already sent: cut the stream
+            if exchange.observer is not None:  # the response is prepared: cut the stream
                 abort(self.request)
                 raise
             exchange.status = 502
@@ -290,7 +290,7 @@ class Flow:
         except ConnectionError:
             exchange.disconnected = True
             return response
-        exchange.observer = observer  # the response reached the client: its usage is counted
+        exchange.observer = observer  # the response is under way to the client: usage counts
         stats.stream_opened()
         idle = forwarder.settings.timeouts.idle_chunk
         # A compressed answer is observed on the worker thread once it is whole: inflating a
