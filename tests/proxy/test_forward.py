@@ -15,6 +15,8 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp.http_writer import StreamWriter
+from multidict import CIMultiDict
 
 from proxy_harness import (
     ANTHROPIC,
@@ -38,7 +40,7 @@ from proxy_harness import (
 )
 from toolslim.config.settings import Timeouts
 from toolslim.core.pipeline import Pipeline
-from toolslim.proxy.forward import ONE_WRITE
+from toolslim.proxy.forward import ONE_WRITE, Pieces
 
 # --- compaction and faithful forwarding ----------------------------------------------------
 
@@ -371,6 +373,58 @@ async def test_compacted_bodies_of_every_size_are_forwarded_exactly_with_their_l
     assert received.headers["Content-Length"] == str(len(received.body))
     assert received.body == Pipeline(("toolschema",)).run(body, "anthropic").body
     assert len(received.body) < len(body)
+
+
+class Recorded(asyncio.Transport):
+    """A transport that keeps every write, for what a writer puts on the wire."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+
+    def write(self, data: Any) -> None:
+        self.writes.append(bytes(data))
+
+    def is_closing(self) -> bool:
+        return False
+
+
+class Wire:
+    """The protocol side a StreamWriter needs: its transport, never paused."""
+
+    def __init__(self) -> None:
+        self.transport = Recorded()
+        self._paused = False
+
+    async def _drain_helper(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["sized", "chunked"])
+async def test_a_body_in_pieces_goes_out_exactly_and_a_sized_one_in_one_write_with_its_headers(
+    chunked: bool,
+) -> None:
+    wire = Wire()
+    writer = StreamWriter(wire, asyncio.get_running_loop())  # type: ignore[arg-type]
+    body = Pieces((memoryview(b'{"messages":[],"tools":'), b'[{"name":"Read"}]', b"}"))
+    head = "POST /v1/messages HTTP/1.1"
+    if chunked:
+        writer.enable_chunking()
+        await writer.write_headers(head, CIMultiDict({"Transfer-Encoding": "chunked"}))
+    else:
+        writer.length = body.size
+        await writer.write_headers(head, CIMultiDict({"Content-Length": str(body.size)}))
+    await body.write_with_length(writer, None)
+    await writer.write_eof()
+    sent = b"".join(wire.transport.writes)
+    head_sent, _, rest = sent.partition(b"\r\n\r\n")
+    assert head_sent.startswith(head.encode())
+    whole = b'{"messages":[],"tools":[{"name":"Read"}]}'
+    if chunked:
+        assert rest == b"%x\r\n%s\r\n0\r\n\r\n" % (len(whole), whole)
+    else:
+        assert rest == whole
+        assert len(wire.transport.writes) == 1  # headers and body in one send
 
 
 # --- responses -----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Final
 
 from aiohttp import ClientSession, web
 from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http_writer import StreamWriter
 from aiohttp.payload import Payload
 
 from toolslim.config.settings import Settings
@@ -29,6 +30,9 @@ from toolslim.wire.routing import Route
 # A body up to this size goes upstream in one write behind its headers: copying it costs
 # less than a send of the headers on their own (and a packet for the upstream to wake for).
 ONE_WRITE: Final = 128 * 1024
+# What the client library's writer sends before it waits for the socket to drain (its own
+# `write` limit).
+DRAIN_AFTER: Final = 64 * 1024
 # A larger one goes in slices of this, each written once the one before has left: the
 # transport copies what the socket does not take at once, and one copy of a whole huge body
 # would hold the loop (bench/abuse_bench.py).
@@ -112,6 +116,11 @@ class Pieces(Payload):
     ) -> None:
         remaining = self.length if content_length is None else content_length
         if self.length <= ONE_WRITE:
+            if remaining == self.length and _behind_headers(writer, self._pieces):
+                if writer.buffer_size > DRAIN_AFTER:
+                    writer.buffer_size = 0
+                    await writer.drain()
+                return
             # The writer puts the headers it holds in front of this chunk: one send.
             await writer.write(joined(self._pieces)[:remaining])
             return
@@ -122,3 +131,33 @@ class Pieces(Payload):
             for at in range(0, end, WRITE_SLICE):
                 await writer.write(view[at : min(at + WRITE_SLICE, end)])
             remaining -= len(piece)
+
+
+def _behind_headers(writer: AbstractStreamWriter, pieces: tuple[Piece, ...]) -> bool:
+    """Whether the pieces went out in one send with the headers the writer holds, joined
+    once: `write` would join them with the headers after the pieces were joined, one more
+    copy of the whole body. Only for aiohttp's own writer in the state its `write` would put
+    headers in front (held, unsent, no compression, chunking or per-chunk callbacks, room in
+    its declared length); in any other case the caller writes the joined body, as before."""
+    if len(pieces) < 2 or type(writer) is not StreamWriter:
+        return False
+    held = getattr(writer, "_headers_buf", None)
+    write_lines = getattr(writer, "_writelines", None)
+    size = sum(map(len, pieces))
+    if (
+        not isinstance(held, bytes)
+        or write_lines is None
+        or getattr(writer, "_headers_written", True)
+        or getattr(writer, "_compress", True) is not None
+        or getattr(writer, "_on_chunk_sent", True) is not None
+        or getattr(writer, "on_body_write", True) is not None
+        or writer.chunked
+        or (writer.length is not None and writer.length < size)
+    ):
+        return False
+    writer._headers_written = True
+    writer._headers_buf = None
+    write_lines((held, *pieces))
+    if writer.length is not None:
+        writer.length -= size
+    return True
