@@ -5,6 +5,7 @@ knows about HTTP)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -75,7 +76,9 @@ class Watchdogs:
     ) -> None:
         self._loop = loop
         self._period = period
-        self._clock = loop.time if clock is None else clock
+        # Any one monotonic clock will do: a wait and its check read the same one. The C
+        # function, not loop.time (a Python method around it): it is read on every wait.
+        self._clock = time.monotonic if clock is None else clock
         self._watched: set[Watchdog] = set()
         self._timer: asyncio.TimerHandle | None = None
 
