@@ -27,7 +27,7 @@ from aiohttp import (
     TCPConnector,
     web,
 )
-from aiohttp.typedefs import Handler
+from aiohttp.typedefs import Handler, Middleware
 
 from toolslim.config.settings import Settings
 from toolslim.core.pipeline import Pipeline
@@ -169,7 +169,7 @@ def make_app(
         host_budget = buffers.HostBudget(board.folder / buffers.FILE, settings.max_buffered_bytes)
         drift_store = sessions.opened(board.folder / sessions.FILE, settings.drift_max_sessions)
     # Connections come in through the limits when `serve` listens (a test server bypasses
-    # them, and their middleware then does nothing).
+    # them, and the middleware's marking then does nothing).
     connections = ConnectionLimits(ClientLimits.of(settings), stats, host_budget)
     stats.connection_gauges = connections.gauges
     # The handlers rely on both: request bodies arrive as sent (a gzip body is forwarded
@@ -180,7 +180,8 @@ def make_app(
             "handler_cancellation": True,
             **connections.handler_args(),
         },
-        middlewares=[connections.middleware, _reverse_proxy_only],
+        # One middleware: each costs every request a layer of coroutines.
+        middlewares=[_front(connections)],
     )
     if recorder is not None:
         app.on_cleanup.append(_close_capture)
@@ -338,11 +339,22 @@ async def _drain_websockets(app: web.Application) -> None:
     app[HANDLERS].relay.drain()
 
 
-@web.middleware
-async def _reverse_proxy_only(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Refuse forward-proxy requests before routing sees them: never an open proxy."""
-    if request.method == "CONNECT":  # authority-form: matches no route, would be a 404
-        return refusal(405, "toolslim is a reverse proxy: CONNECT is not supported")
-    if not request.raw_path.startswith("/"):  # absolute-form: GET http://host/ HTTP/1.1
-        return refusal(400, "toolslim is a reverse proxy: send origin-form paths (/v1/...)")
-    return await handler(request)
+def _front(connections: ConnectionLimits) -> Middleware:
+    """The app's middleware: the connection is marked busy while its request is handled
+    (limits.ConnectionLimits), and forward-proxy requests are refused before routing sees
+    them: never an open proxy."""
+
+    @web.middleware
+    async def front(request: web.Request, handler: Handler) -> web.StreamResponse:
+        connection = connections.handling(request)
+        try:
+            if request.method == "CONNECT":  # authority-form: matches no route, would be a 404
+                return refusal(405, "toolslim is a reverse proxy: CONNECT is not supported")
+            if not request.raw_path.startswith("/"):  # absolute-form: GET http://host/ HTTP/1.1
+                return refusal(400, "toolslim is a reverse proxy: send origin-form paths (/v1/...)")
+            return await handler(request)
+        finally:
+            if connection is not None:
+                connections.handled(connection)
+
+    return front

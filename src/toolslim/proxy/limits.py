@@ -2,7 +2,7 @@
 a slow, idle or hostile client can never lock out one that sends its request promptly.
 
 aiohttp runs each connection; `ConnectionLimits` wraps its protocol to see a connection open,
-send bytes and close, and its middleware marks the time a request is being handled. It holds: a
+send bytes and close, and it marks the time a request is being handled (`handling`). It holds: a
 time for a client to send complete request headers, a keep-alive idle time, the number of
 open connections (at the limit a slow or idle one makes room), a budget for buffered request
 bodies, and aiohttp's server log, which would quote a malformed request.
@@ -22,7 +22,6 @@ from typing import Any, Final, cast
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.typedefs import Handler
 
 from toolslim.config.settings import DEFAULTS, Settings
 from toolslim.observe import logs
@@ -145,8 +144,8 @@ class Connection(asyncio.Protocol):
 class ConnectionLimits:
     """The client connections of one serving process, and the limits they are held to.
 
-    `listen` serves aiohttp's server through the limits; `middleware` (in the app) marks each
-    request's handling. Connections that have not sent complete request headers and idle
+    `listen` serves aiohttp's server through the limits; `handling` (from the app's middleware)
+    marks each request's handling. Connections that have not sent complete request headers and idle
     keep-alive ones wait in two queues, oldest first: a round every `period` seconds closes
     those past their limit, and at the connection limit the oldest of them makes room (see
     `_make_room`).
@@ -248,19 +247,20 @@ class ConnectionLimits:
             "keepalive_timeout": self.limits.keepalive + self.limits.headers,
         }
 
-    @web.middleware
-    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Mark the connection busy while its request is handled (a no-op for a connection
-        that did not come through the limits, as in tests that serve the app themselves)."""
+    def handling(self, request: web.Request) -> Connection | None:
+        """Mark the request's connection busy while the request is handled, until `handled`;
+        the connection, or None for one that did not come through the limits (as in tests
+        that serve the app themselves) or is closing. The app's one middleware calls both."""
         transport = request.transport
         connection = transport.get_protocol() if transport is not None else None
         if not isinstance(connection, Connection) or connection.state is State.CLOSING:
-            return await handler(request)
+            return None
         self._busy(connection)
-        try:
-            return await handler(request)
-        finally:
-            self._done(connection)
+        return connection
+
+    def handled(self, connection: Connection) -> None:
+        """The request `handling` marked is handled (its response returned)."""
+        self._done(connection)
 
     # --- what the connections report -------------------------------------------------------
 
