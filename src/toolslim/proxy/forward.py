@@ -83,13 +83,13 @@ def abort(request: web.Request) -> None:
 
 
 class Pieces(Payload):
-    """A request body written as the pieces it is made of; a small one behind its headers in
-    one write, a large one after them without a copy.
+    """A request body written as the pieces it is made of; a small one joined once with its
+    headers into one write (`_behind_headers`), a large one after them without a copy.
 
-    Written as bytes, a large body would be copied twice on the way out: once to join the
-    pieces, once to put the headers in front of it (the client library joins them before
-    Python 3.12.9, which has no scatter-gather write). A sized payload also gets its
-    Content-Length from the library, at any size.
+    Written as bytes, a body would be copied twice on the way out: once to join the pieces,
+    once to put the headers in front of it (the client library joins them before Python
+    3.12.9, which has no scatter-gather write). A sized payload also gets its Content-Length
+    from the library, at any size.
     """
 
     def __init__(self, pieces: tuple[Piece, ...]) -> None:
