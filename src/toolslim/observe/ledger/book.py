@@ -42,6 +42,7 @@ DAY_SECONDS: Final = 86_400
 # The Responses namespace whose members a call may name without it: Codex 0.171 runs a bare
 # `exec` of `functions`, and answers a bare `sleep` of `clock` "unsupported call: sleep".
 DEFAULT_NAMESPACE: Final = "functions"
+_TIER_INDEX: Final[dict[Tier, int]] = {tier: index for index, tier in enumerate(TIERS)}
 
 
 def day_of(when: float) -> str:
@@ -117,9 +118,10 @@ class ToolLedger:
         self.max_bytes = max_bytes
         self.held = 0  # bytes of the rows and tool facts (counted or being counted), estimated
         self.names_held = 0  # bytes of `names`, estimated
-        self.offers: dict[tuple[str, str, str], Offer] = {}
+        # Keyed by the catalogue's digest as bytes, its hex made once at export (`live`).
+        self.offers: dict[tuple[str, str, bytes], Offer] = {}
         self.called: dict[tuple[str, str, str], list[Any]] = {}  # -> [server, calls, last]
-        self.facts: dict[str, ToolFacts] = {}  # catalogue digest (hex) -> its tools
+        self.facts: dict[bytes, ToolFacts] = {}  # catalogue digest -> its tools
         self.names: dict[bytes, Names] = {}  # digest -> its tool names, for the calls (LRU)
         self.counting: dict[bytes, int] = {}  # digests being counted -> their facts' bytes
         self.unknown_calls = 0
@@ -156,9 +158,11 @@ class ToolLedger:
         """One model call: its catalogues offered, its answer's calls. Returns the catalogues
         whose tool facts are not known yet (to count off the loop, then `known`)."""
         now = self.clock()
-        day = self._day_of(now)
+        start, end, day = self._day
+        if not start <= now < end:
+            day = self._day_of(now)
         tier = tier_of(usage)
-        index = TIERS.index(tier)
+        index = _TIER_INDEX[tier]
         equivalents = self.multipliers[tier]
         usd = 0.0
         if usage is not None:
@@ -185,7 +189,7 @@ class ToolLedger:
                 counts[1] += missed
         unknown: list[CatalogueFacts] = []
         for catalogue in catalogues:
-            digest = catalogue.digest.hex()
+            digest = catalogue.digest
             key = (day, client, digest)
             offer = self.offers.get(key)
             if offer is None:
@@ -204,13 +208,13 @@ class ToolLedger:
                 sessions.add(session)
             if (
                 digest not in self.facts
-                and catalogue.digest not in self.counting
+                and digest not in self.counting
                 and len(self.facts) + len(self.counting) < MAX_CATALOGUES
-                and not (self.base and digest in self.base["catalogues"])
+                and not (self.base and digest.hex() in self.base["catalogues"])
             ):
                 size = names_bytes(catalogue.tools.names)
                 if self._take(size):
-                    self.counting[catalogue.digest] = size
+                    self.counting[digest] = size
                     unknown.append(catalogue)
         if calls:
             self._calls(day, client, catalogues, calls, now)
@@ -273,7 +277,7 @@ class ToolLedger:
         """The tool facts of the catalogue `digest`, counted off the loop."""
         size = self.counting.pop(digest, None)
         if size is not None:  # its bytes were taken when its count began
-            self.facts[digest.hex()] = facts
+            self.facts[digest] = facts
 
     def forget(self, digest: bytes) -> None:
         """The count of `digest`'s tools failed or was cancelled: a later request retries."""
@@ -283,7 +287,7 @@ class ToolLedger:
         """What this process counted since it started, as JSON."""
         offers: dict[str, dict[str, dict[str, Any]]] = {}
         for (day, client, digest), offer in self.offers.items():
-            offers.setdefault(day, {}).setdefault(client, {})[digest] = offer.as_json()
+            offers.setdefault(day, {}).setdefault(client, {})[digest.hex()] = offer.as_json()
         called: dict[str, dict[str, dict[str, Any]]] = {}
         for (day, client, tool), (server, calls, last) in self.called.items():
             called.setdefault(day, {}).setdefault(client, {})[tool] = {
@@ -293,7 +297,7 @@ class ToolLedger:
             }
         return {
             "catalogues": {
-                digest: {
+                digest.hex(): {
                     "names": list(facts.names),
                     "servers": list(facts.servers),
                     "tokens": list(facts.tokens),
