@@ -130,10 +130,12 @@ def start_proxy(
     cpu: int | None = None,
     ready: Callable[[int], bool] | None = None,
     preexec_fn: Callable[[], None] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Proxy:
     """`python -m toolslim serve` on a free port, each upstream (`anthropic`, `openai`, ...)
     at its port on 127.0.0.1, with `flags`; returned once `ready(port)` (default: /healthz
-    answers 200). Its stderr goes to a log file in `folder`."""
+    answers 200). Its stderr goes to a log file in `folder`; `env` is added to its
+    environment (ab_bench.py: PYTHONPATH, another build)."""
     port = free_port()
     command = [sys.executable, "-m", "toolslim", "serve", "--host", "127.0.0.1"]
     command += ["--port", str(port)]
@@ -142,7 +144,7 @@ def start_proxy(
     slug = "".join(c for c in name if c.isalnum() or c in "-_") or "empty"
     log = folder / f"proxy-{slug}.log"
     # The flags say what is measured: no TOOLSLIM_* variable of this shell changes it.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSLIM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLSLIM_")} | (env or {})
     # The tool ledger's state file in the run's folder: a run neither reads nor grows the
     # user's (~/.local/state/toolslim), so one run's history never weighs on the next.
     env["XDG_STATE_HOME"] = str(folder)
