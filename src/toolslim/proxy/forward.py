@@ -116,7 +116,7 @@ class Pieces(Payload):
     ) -> None:
         remaining = self.length if content_length is None else content_length
         if self.length <= ONE_WRITE:
-            if remaining == self.length and _behind_headers(writer, self._pieces):
+            if remaining == self.length and _behind_headers(writer, self._pieces, self.length):
                 if writer.buffer_size > DRAIN_AFTER:
                     writer.buffer_size = 0
                     await writer.drain()
@@ -133,17 +133,17 @@ class Pieces(Payload):
             remaining -= len(piece)
 
 
-def _behind_headers(writer: AbstractStreamWriter, pieces: tuple[Piece, ...]) -> bool:
-    """Whether the pieces went out in one send with the headers the writer holds, joined
-    once: `write` would join them with the headers after the pieces were joined, one more
-    copy of the whole body. Only for aiohttp's own writer in the state its `write` would put
-    headers in front (held, unsent, no compression, chunking or per-chunk callbacks, room in
-    its declared length); in any other case the caller writes the joined body, as before."""
+def _behind_headers(writer: AbstractStreamWriter, pieces: tuple[Piece, ...], size: int) -> bool:
+    """Whether the pieces (`size` bytes) went out in one send with the headers the writer
+    holds, joined once: `write` would join them with the headers after the pieces were joined,
+    one more copy of the whole body. Only for aiohttp's own writer in the state its `write`
+    would put headers in front (held, unsent, no compression, chunking or per-chunk callbacks,
+    room in its declared length); in any other case the caller writes the joined body, as
+    before."""
     if len(pieces) < 2 or type(writer) is not StreamWriter:
         return False
     held = getattr(writer, "_headers_buf", None)
     write_lines = getattr(writer, "_writelines", None)
-    size = sum(map(len, pieces))
     if (
         not isinstance(held, bytes)
         or write_lines is None
