@@ -103,7 +103,10 @@ def main() -> None:
             stop(processes)
 
     def cpu(cells: list[Cell]) -> list[float]:
-        return [c.cpu_ms * 1000 if c.cpu_ms is not None else float("nan") for c in cells]
+        """µs per request (run_cell measures it for every target that is a proxy)."""
+        if any(c.cpu_ms is None for c in cells):
+            raise SystemExit("a turn measured no CPU")
+        return [c.cpu_ms * 1000 for c in cells if c.cpu_ms is not None]
 
     a, b = cpu(turns["A"]), cpu(turns["B"])
     ratios = [y / x for x, y in zip(a, b, strict=True)]

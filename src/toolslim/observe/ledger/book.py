@@ -135,12 +135,11 @@ class ToolLedger:
         self.untracked_calls = 0
         self._day = (0.0, -1.0, "")  # (start, end, text) of the UTC day last met
 
-    def _day_of(self, now: float) -> str:
-        """`day_of(now)`, made once per day."""
-        start, end, text = self._day
-        if not start <= now < end:
-            start = now // DAY_SECONDS * DAY_SECONDS
-            self._day = (start, start + DAY_SECONDS, text := day_of(now))
+    def _new_day(self, now: float) -> str:
+        """`day_of(now)` for a `now` past the day last met, kept as the day now met (`record`
+        compares with it, so the text is made once per day)."""
+        start = now // DAY_SECONDS * DAY_SECONDS
+        self._day = (start, start + DAY_SECONDS, text := day_of(now))
         return text
 
     def record(
@@ -160,7 +159,7 @@ class ToolLedger:
         now = self.clock()
         start, end, day = self._day
         if not start <= now < end:
-            day = self._day_of(now)
+            day = self._new_day(now)
         tier = tier_of(usage)
         index = _TIER_INDEX[tier]
         equivalents = self.multipliers[tier]

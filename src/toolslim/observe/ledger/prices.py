@@ -64,9 +64,7 @@ class Prices:
         starts = self._brackets.get((model.lower(), PROVIDERS.get(api)))
         if model.lower() in self._overrides or not starts:
             return -math.inf, math.inf
-        low = max((start for start in starts if start < input_tokens), default=-math.inf)
-        high = min((start for start in starts if start >= input_tokens), default=math.inf)
-        return low, high
+        return _span(starts, input_tokens)
 
     def _per_token(self, model: str, api: str, tier: Tier, input_tokens: int) -> float | None:
         model = model.lower()
@@ -94,11 +92,16 @@ class Prices:
         starts = self._brackets[key]
         if starts is None:
             return None
-        found = 0
-        for start in starts:
-            if input_tokens > start:  # genai-prices: a tier applies above its start
-                found = start
-        return found
+        low, _ = _span(starts, input_tokens)
+        return 0 if low == -math.inf else int(low)
+
+
+def _span(starts: tuple[int, ...], input_tokens: int) -> tuple[float, float]:
+    """(low, high): the tier starts around `input_tokens`, which falls in the tier starting at
+    `low` (genai-prices: a tier applies above its start), as does every count in (low, high]."""
+    low = max((start for start in starts if start < input_tokens), default=-math.inf)
+    high = min((start for start in starts if start >= input_tokens), default=math.inf)
+    return low, high
 
 
 def _calc(model: str, provider: str | None, **usage: int) -> Any:
