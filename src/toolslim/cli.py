@@ -108,10 +108,18 @@ def _parser() -> argparse.ArgumentParser:
     _add_flags(report, _REPORT_FLAGS)
 
     lint = commands.add_parser("lint", help="name the tools a provider will refuse, and the fix")
-    lint.add_argument("files", nargs="+", metavar="FILE", help="request bodies, captures, bare"
-                      " tools arrays, MCP tools/list results")
-    lint.add_argument("--provider", action="append", choices=("anthropic", "openai", "gemini"),
-                      help="check for this provider (repeatable; default: all three)")
+    lint.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="request bodies, captures, bare tools arrays, MCP tools/list results",
+    )
+    lint.add_argument(
+        "--provider",
+        action="append",
+        choices=("anthropic", "openai", "gemini"),
+        help="check for this provider (repeatable; default: all three)",
+    )
     lint.add_argument("--json", action="store_true", help="print a JSON list of findings")
 
     tools = commands.add_parser(

@@ -54,9 +54,12 @@ class ForwardProxy:
         self.authorizations.append(request.headers.get("Proxy-Authorization"))
         headers = {k: v for k, v in request.headers.items() if not k.lower().startswith("proxy-")}
         headers.pop("Host", None)
-        async with aiohttp.ClientSession(auto_decompress=False) as session, session.request(
-            request.method, request.raw_path, headers=headers, data=await request.read()
-        ) as answer:
+        async with (
+            aiohttp.ClientSession(auto_decompress=False) as session,
+            session.request(
+                request.method, request.raw_path, headers=headers, data=await request.read()
+            ) as answer,
+        ):
             body = await answer.read()
             return web.Response(status=answer.status, body=body, headers={"X-Via": "proxy"})
 

@@ -204,9 +204,7 @@ def _read_flags(flags: Mapping[str, Any], given: dict[str, list[Raw]]) -> None:
 def default_state_file(env: Mapping[str, str]) -> str | None:
     """`state_file: auto`: $XDG_STATE_HOME/toolslim/state.sqlite3, else under ~/.local/state;
     None when neither variable names a home."""
-    base = env.get("XDG_STATE_HOME") or (
-        f"{env['HOME']}/.local/state" if env.get("HOME") else ""
-    )
+    base = env.get("XDG_STATE_HOME") or (f"{env['HOME']}/.local/state" if env.get("HOME") else "")
     return f"{base}/toolslim/state.sqlite3" if base.startswith("/") else None
 
 

@@ -20,7 +20,6 @@ CATALOGUES_PER_API = 8  # catalogues counted per API (cache.by_api), most reques
 CATALOGUE_ID = 12  # hex digits of a catalogue's identity on /stats: a name to tell them apart
 
 
-
 def break_even(
     prefix: float, saved: float, read: float = READ_MULTIPLIER, write: float = WRITE_MULTIPLIER
 ) -> float | None:

@@ -47,7 +47,6 @@ Tokens = Mapping[str, tuple[int, int]]  # component -> (tokens before, tokens af
 Catalogue = tuple[str, bytes]  # (api, identity): what Stats counts a request's catalogues by
 
 
-
 @dataclass(slots=True)
 class Exchange:
     """One proxied request's accounting, filled in as it goes and counted once by the Ledger."""
