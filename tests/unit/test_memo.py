@@ -299,7 +299,7 @@ def layout_warm_memo() -> Memo[Entry]:
     compact(anthropic(), memo, STRIP)  # a miss: the full parse
     compact(anthropic(messages=b'[{"role":"user"}]'), memo, STRIP)  # a hit: the rest is proven
     (entry,) = memo._entries.values()
-    assert entry.layouts == [(b'"tools":', b',"stream":true}')]
+    assert entry.layouts == [(b'"tools":', b',"stream":true}', 0, 0)]  # no token in the rest
     return memo
 
 
@@ -336,6 +336,17 @@ def test_a_turn_that_ends_as_the_last_one_is_a_hit_found_without_a_search(
         assert result.body == out != body
 
 
+def test_a_known_layout_after_a_backslash_is_proven_anew() -> None:
+    """The layout's key and rest were proven, not the byte before the key: after a backslash
+    the `"tools"` is inside a string, and the warm memo gives what the empty one gives."""
+    memo = layout_warm_memo()
+    body = turn(4)
+    at = body.index(b'"tools":')
+    escaped = body[:at] + b"\\" + body[at:]  # the transcript's string now runs on
+    assert compact(escaped, memo, STRIP).body == cold(escaped).body
+    assert compact(body, memo, STRIP).catalogues[0][1] is True  # the layout still serves
+
+
 def test_sessions_that_share_a_catalogue_and_take_turns_each_keep_their_fast_hit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -347,7 +358,7 @@ def test_sessions_that_share_a_catalogue_and_take_turns_each_keep_their_fast_hit
         compact(turn(1, rest), memo, STRIP)
         compact(turn(2, rest), memo, STRIP)
     (entry,) = memo._entries.values()
-    assert sorted(rest for _, rest in entry.layouts) == sorted(rests)
+    assert sorted(rest for _, rest, _, _ in entry.layouts) == sorted(rests)
     first = {s: compact(turn(3, rests[s]), memo, STRIP).pieces[-1] for s in range(4)}
     expected = {(s, n): cold(turn(n, rests[s])).body for s in range(4) for n in range(4, 12)}
     forbid_searching(monkeypatch)

@@ -27,6 +27,7 @@ from toolslim.core.scanner import (
     value_after_key,
 )
 
+_BACKSLASH = ord("\\")
 _COLON = ord(":")
 _PREFIX = 64  # bytes of a catalogue that index it for the memo-hit byte comparison
 _TAIL_WINDOW = 64 * 1024  # bytes after a catalogue the reverse search looks through
@@ -34,6 +35,9 @@ NEWS = 8  # new entries a telling memo keeps for another to learn (Memo.tell)
 # Bytes after the last catalogue that are sent joined to its output (entry.Entry), and
 # that the memo keeps as a rest a catalogue was found before (see _same_place).
 SHORT_TAIL = 1024
+# The key bytes before a catalogue, the short rest after it, and the rest's `"tools"` tokens
+# (`tokens_after`): the rest's part of the rule's bounds, the same for the same bytes.
+_Layout = tuple[bytes, bytes, int, int]
 # Rests kept per catalogue, most recently used first. Sessions sharing a catalogue end their
 # bodies differently (Claude Code's metadata.user_id): with one kept, two sessions taking
 # turns would each push out the other's and miss the fast path on every turn.
@@ -84,11 +88,10 @@ class _Kept(Generic[E, N]):
         self.suffix = self.raw[-_PREFIX:]
         self.cost = entry.held_bytes() + _KEPT_BYTES
         # `"tools"` tokens inside the catalogue and the bytes from each to its end, summed:
-        # what the rule's bounds count of them (`_proven`).
+        # what the rule's bounds count of them (`_within`).
         self.tokens, self.token_bytes = tokens_after(self.raw, 0)
-        # (The key bytes before the catalogue, the short rest after it) of the last bodies it
-        # was proven in, most recent first (see _same_place).
-        self.layouts: list[tuple[bytes, bytes]] = []
+        # The last bodies it was proven in, most recent first (see _same_place).
+        self.layouts: list[_Layout] = []
 
 
 class Memo(Generic[E, N]):
@@ -226,56 +229,59 @@ def memo_hit(body: bytes, memo: Memo[E, N], nested: bool) -> tuple[int, E] | Non
     The plain version it must agree with is `scanner.catalogue_member` (the full locate's
     rule) and a lookup of the member's value by its exact bytes. Here a memoized catalogue is
     found by bytes alone (the layout it was last proven in, the most recent catalogue's own
-    bytes, then the `"tools":` keys from the end), and `_proven` then checks the rule's
-    conditions that its bytes do not settle: a key token, the body's rest closing it, no more
-    tokens after it than the rule looks at. `nested` says the body may carry Codex's
-    additional_tools items, which only the full parse reads. Any doubt returns None, and the
-    full locate decides.
+    bytes, then the `"tools":` keys from the end), and the rule's conditions that its bytes do
+    not settle are then checked: a key token, no more tokens after it than the rule looks at
+    (`_within`), the body's rest closing it. A layout proven before settles all but the bounds
+    (`_same_place`). `nested` says the body may carry Codex's additional_tools items, which
+    only the full parse reads. Any doubt returns None, and the full locate decides.
     """
     recent = memo._recent
     if recent is None or (nested and names_additional_tools(body)):
         return None  # an empty memo, or a body the full path must read
-    place = _same_place(body, recent)
-    known = place is not None
+    known = _same_place(body, recent)
+    if known is not None:
+        return known, recent.entry
+    place = _recent_place(body, recent) or _search(body, memo)
     if place is None:
-        place = _recent_place(body, recent) or _search(body, memo)
-        if place is None:
-            return None
+        return None
     kept, key_start, value_start = place
     value_end = value_start + len(kept.raw)
-    if not _proven(body, kept, key_start, value_start, value_end, known):
+    if value_after_key(body, key_start, len(TOOLS_KEY)) != value_start:
         return None
-    if not known and len(body) - value_end <= SHORT_TAIL:
-        keep(kept.layouts, (body[key_start:value_start], body[value_end:]))
+    tokens, token_bytes = tokens_after(body, value_end)
+    if not _within(body, kept, key_start, value_end, tokens, token_bytes):
+        return None
+    if not closes_body(body, value_end):
+        return None
+    if len(body) - value_end <= SHORT_TAIL:
+        key, rest = body[key_start:value_start], body[value_end:]
+        keep(kept.layouts, (key, rest, tokens, token_bytes))
     return value_start, kept.entry
 
 
-def _proven(
-    body: bytes, kept: _Kept[E, N], key_start: int, value_start: int, value_end: int, known: bool
+def _within(
+    body: bytes, kept: _Kept[E, N], key_start: int, value_end: int, tokens: int, token_bytes: int
 ) -> bool:
-    """Whether the memoized bytes at [value_start, value_end) are what `catalogue_member`
-    finds: its key token, whose value (the memo's bytes: one closed value, as skip_value reads
-    it) the rest closes, among the tokens the rule looks at. A rest the entry was proven with
-    (`known`) closes it again without a parse."""
-    if value_after_key(body, key_start, len(TOOLS_KEY)) != value_start:
-        return False
-    tokens, token_bytes = tokens_after(body, value_end)
+    """Whether the memoized catalogue at `key_start` is among the tokens `catalogue_member`
+    looks at, with `tokens` `"tools"` tokens after it summing `token_bytes` to the body's end
+    (`tokens_after`)."""
     tokens += kept.tokens
     # A token in the catalogue stands len(body) - value_end bytes further from the end.
     token_bytes += kept.token_bytes + kept.tokens * (len(body) - value_end)
-    if tokens >= CANDIDATES or token_bytes + len(body) - key_start > budget(len(body)):
-        return False
-    return known or closes_body(body, value_end)
+    return tokens < CANDIDATES and token_bytes + len(body) - key_start <= budget(len(body))
 
 
-def _same_place(body: bytes, kept: _Kept[E, N]) -> _Place | None:
-    """Where the catalogue stands if the body ends as one it was proven in did: its key
-    bytes, its bytes, then the very same rest. Each turn of a session differs only in the
-    transcript before the catalogue, so this finds it without a search (`_recent_place`
-    finds the same place the long way)."""
+def _same_place(body: bytes, kept: _Kept[E, N]) -> int | None:
+    """Where the catalogue's value starts if the body ends as one it was proven in did: its
+    key bytes, its bytes, then the very same rest. Each turn of a session differs only in the
+    transcript before the catalogue, so this finds it without a search, and what the proof
+    read of the key and the rest holds again: only the byte before the key (a backslash makes
+    the key a string's) and the bounds, which count the body's length, are checked anew
+    (`_recent_place` and the proof find the same place the long way)."""
     raw = kept.raw
-    for index, (key, rest) in enumerate(kept.layouts):
-        value_start = len(body) - len(rest) - len(raw)
+    for index, (key, rest, tokens, token_bytes) in enumerate(kept.layouts):
+        value_end = len(body) - len(rest)
+        value_start = value_end - len(raw)
         key_start = value_start - len(key)
         if (
             key_start >= 0
@@ -283,8 +289,12 @@ def _same_place(body: bytes, kept: _Kept[E, N]) -> _Place | None:
             and body.startswith(raw, value_start)
             and body.startswith(key, key_start)
         ):
+            if (key_start and body[key_start - 1] == _BACKSLASH) or not _within(
+                body, kept, key_start, value_end, tokens, token_bytes
+            ):
+                return None
             to_front(kept.layouts, index)
-            return kept, key_start, value_start
+            return value_start
     return None
 
 
