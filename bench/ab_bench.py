@@ -8,6 +8,12 @@ proxies that take turns for a few seconds see the same machine, so a change of 1
 `--base HEAD` (the default) against an unchanged tree is the A/A run: its ratio is the noise.
 
 Run: `python bench/ab_bench.py --base HEAD~1 --pipeline toolschema` (~1 min).
+
+Two more uses, both on one build (`--base HEAD` with an unchanged tree):
+- `--pipeline '' --pipeline-b toolschema`: the issue's own ratio, `[toolschema]` against `[]`,
+  finer than proxy_bench.py's separate runs;
+- `--switch-off ledger,lint`: what a part of the per-request observing costs, B running with it
+  replaced by a no-op (a measuring aid of this bench only: toolslim has no such switch).
 """
 
 from __future__ import annotations
@@ -25,6 +31,20 @@ from proxy_bench import EVENTS, Cell, run_cell, warm
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+
+# The per-request observing B can run without (--switch-off), each as the lines that replace
+# it with a no-op at start-up (a sitecustomize module B imports before toolslim serves).
+SWITCHES: dict[str, str] = {
+    # The tool ledger's count of a model call (issue 22).
+    "ledger": "from toolslim.observe.exchange import Ledger\n"
+    "Ledger._offered = lambda self, *args, **kwargs: None\n",
+    # Lint's findings counted per request (issue 24).
+    "lint": "from toolslim.observe.health import Linter\n"
+    "Linter.request = lambda self, *args, **kwargs: ()\n",
+    # Drift's decision per request (the session is still named: the ledger reads it).
+    "drift": "from toolslim.observe.drift import Tracker\n"
+    "Tracker.observe = lambda self, *args, **kwargs: None\n",
+}
 
 
 def export(rev: str, into: Path) -> Path:
@@ -50,11 +70,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="HEAD", help="the revision to compare against")
     parser.add_argument("--pipeline", default="toolschema", help="'' for the pass-through")
+    parser.add_argument("--pipeline-b", default=None, help="B's, if not --pipeline's")
+    parser.add_argument(
+        "--switch-off", default="", help=f"B without these, comma-separated: {', '.join(SWITCHES)}"
+    )
     parser.add_argument("--size", default="80KB", choices=sorted(SIZES))
     parser.add_argument("--mode", default="nonstream", choices=("nonstream", "stream"))
     parser.add_argument("--reps", type=int, default=8)
     parser.add_argument("--duration", type=int, default=2, help="seconds per turn")
     args = parser.parse_args()
+    switched = [part for part in args.switch_off.split(",") if part]
+    if unknown := sorted(set(switched) - set(SWITCHES)):
+        parser.error(f"--switch-off: unknown part {', '.join(unknown)}")
+    pipeline_b = args.pipeline if args.pipeline_b is None else args.pipeline_b
 
     with tempfile.TemporaryDirectory(prefix="toolslim-ab-") as tmp:
         folder = Path(tmp)
@@ -73,11 +101,18 @@ def main() -> None:
         try:
             upstream, upstream_port = start_upstream(folder, cpu=0, events=EVENTS)
             processes.append(upstream)
-            flags = ["--pipeline", args.pipeline, "--log-level", "info"]
+            env_b = {}
+            if switched:
+                site = folder / "switched"
+                site.mkdir()
+                (site / "sitecustomize.py").write_text("".join(SWITCHES[p] for p in switched))
+                env_b["PYTHONPATH"] = str(site)
+            builds = (("A", args.pipeline, {"PYTHONPATH": str(base)}), ("B", pipeline_b, env_b))
             proxies: dict[str, Proxy] = {}
-            for name, env in (("A", {"PYTHONPATH": str(base)}), ("B", {})):
+            for name, pipeline, env in builds:
                 own = folder / name  # its log and its state file
                 own.mkdir()
+                flags = ["--pipeline", pipeline, "--log-level", "info"]
                 proxies[name] = start_proxy(
                     name, own, {"anthropic": upstream_port}, flags, cpu=1, env=env
                 )
@@ -112,9 +147,10 @@ def main() -> None:
     ratios = [y / x for x, y in zip(a, b, strict=True)]
     other = max(c.other_cores for c in turns["A"] + turns["B"])
     print(
-        f"ab_bench: A = {args.base}, B = the working tree ({revision()});"
-        f" pipeline {args.pipeline or '[]'!r}, {args.size} {args.mode}, c=32,"
-        f" {args.reps} turns of {args.duration} s each"
+        f"ab_bench: A = {args.base} with pipeline {args.pipeline or '[]'!r},"
+        f" B = the working tree ({revision()}) with pipeline {pipeline_b or '[]'!r}"
+        f"{' without ' + ', '.join(switched) if switched else ''};"
+        f" {args.size} {args.mode}, c=32, {args.reps} turns of {args.duration} s each"
     )
     print("CPU µs per request, A:", " ".join(f"{x:.1f}" for x in a))
     print("CPU µs per request, B:", " ".join(f"{x:.1f}" for x in b))
