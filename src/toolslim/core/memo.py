@@ -90,7 +90,7 @@ class _Kept(Generic[E, N]):
         # `"tools"` tokens inside the catalogue and the bytes from each to its end, summed:
         # what the rule's bounds count of them (`_within`).
         self.tokens, self.token_bytes = tokens_after(self.raw, 0)
-        # The last bodies it was proven in, most recent first (see _same_place).
+        # The layouts of the last bodies it was proven in, most recent first (_same_place).
         self.layouts: list[_Layout] = []
 
 
