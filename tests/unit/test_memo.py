@@ -336,7 +336,7 @@ def test_a_turn_that_ends_as_the_last_one_is_a_hit_found_without_a_search(
         assert result.body == out != body
 
 
-def test_a_known_layout_after_a_backslash_is_proven_anew() -> None:
+def test_a_known_layout_after_a_backslash_is_proven_anew(monkeypatch: pytest.MonkeyPatch) -> None:
     """The layout's key and rest were proven, not the byte before the key: after a backslash
     the `"tools"` is inside a string, and the warm memo gives what the empty one gives."""
     memo = layout_warm_memo()
@@ -344,6 +344,7 @@ def test_a_known_layout_after_a_backslash_is_proven_anew() -> None:
     at = body.index(b'"tools":')
     escaped = body[:at] + b"\\" + body[at:]  # the transcript's string now runs on
     assert compact(escaped, memo, STRIP).body == cold(escaped).body
+    forbid_searching(monkeypatch)
     assert compact(body, memo, STRIP).catalogues[0][1] is True  # the layout still serves
 
 

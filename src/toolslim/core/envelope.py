@@ -87,7 +87,7 @@ def compact(
     says where Codex's additional_tools items can be; the result is otherwise the same.
     """
     try:
-        nested = api not in _NO_ADDITIONAL_TOOLS and names_additional_tools(body)
+        nested = _may_nest(body, api)
         hit = None if nested else _hit(body, memo)
         if hit is not None:
             return hit
@@ -116,11 +116,15 @@ def compact_hit(body: bytes, memo: Memo[Entry, Any], api: str | None = None) -> 
     cost that hardly grows with the body); None for any other body, which `compact` alone
     decides."""
     try:
-        if api not in _NO_ADDITIONAL_TOOLS and names_additional_tools(body):
-            return None
-        return _hit(body, memo)
+        return None if _may_nest(body, api) else _hit(body, memo)
     except Exception:  # compact decides, and fails open itself
         return None
+
+
+def _may_nest(body: bytes, api: str | None) -> bool:
+    """Whether the body may carry Codex's additional_tools items, which only a full parse
+    reads: the body names them, and its API has an `input` list they can stand in."""
+    return api not in _NO_ADDITIONAL_TOOLS and names_additional_tools(body)
 
 
 def _hit(body: bytes, memo: Memo[Entry, Any]) -> Compacted | None:
